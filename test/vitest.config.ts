@@ -1,0 +1,11 @@
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitest/config"
+
+export default defineConfig({
+  test: {
+    root: fileURLToPath(new URL("..", import.meta.url)),
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000
+  }
+})
