@@ -1,0 +1,33 @@
+/**
+ * Promise bodies: detection and settlement-awaiting adaptation (D-14: a started body is never
+ * abandoned, and an error it settles with after cancellation is kept, PREC-1 row 10).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+
+/** @internal */
+export const isThenable = (u: unknown): u is PromiseLike<unknown> => {
+  try {
+    return (typeof u === "object" || typeof u === "function") && u !== null &&
+      typeof (u as { then?: unknown }).then === "function"
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Awaits `promise` until it settles, uninterruptibly: the body's own signal (not fiber
+ * interruption) is how a Promise body learns it was cancelled.
+ *
+ * @internal
+ */
+export const awaitSettled = <A>(promise: PromiseLike<A>): Effect.Effect<A, unknown> =>
+  Effect.uninterruptible(
+    Effect.async<A, unknown>((resume) => {
+      Promise.resolve(promise).then(
+        (a) => resume(Effect.succeed(a)),
+        (e) => resume(Effect.fail(e))
+      )
+    })
+  )
