@@ -1,0 +1,140 @@
+/**
+ * Tool definitions: the raw definition the registry stores, `defineTool` over the author DSL,
+ * a constructor from Effect Schema, and the Promise-body adapter.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type { Content } from "./Content.js"
+import type { RunContext, ToolExecution } from "./Execution.js"
+import type { JsonValue } from "./Json.js"
+import type { JsonSchema } from "./JsonSchema.js"
+import type { CallView, ResultProjection, ResultView } from "./Presentation.js"
+import type { ToolResult } from "./ToolResult.js"
+
+/**
+ * The output declaration: a subset schema for the canonical value and pure projections of the
+ * value to model content and UI metadata (TYPES-2).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolOutput {
+  readonly schema: JsonSchema
+  readonly render: (args: JsonValue, value: JsonValue) => Content
+  readonly presentationMeta?: ((args: JsonValue, value: JsonValue) => JsonValue) | undefined
+  /**
+   * Extra validation of the canonical (encoded JSON) value, run after the subset `schema`:
+   * returns violation messages with root label `value` (empty means valid). Used when the
+   * subset schema is a lossy projection of a richer schema (e.g. `fromSchema`).
+   */
+  readonly validate?: ((value: JsonValue) => ReadonlyArray<string>) | undefined
+}
+
+/**
+ * A registered tool (TYPES-2, DECISIONS D-1). The body is an Effect; `R` is what it needs and
+ * is captured when the tool is registered.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolDefinition<R = never> {
+  readonly name: string
+  readonly description: string
+  /** Raw JSON-Schema object sent to the model (a `type: "object"` root). */
+  readonly parameters: JsonSchema
+  readonly deferLoading?: boolean | undefined
+  readonly output: ToolOutput
+  readonly execute: (args: JsonValue, ctx: RunContext) => Effect.Effect<unknown, unknown, R>
+  /** Cooperative budget enforced by the timeout policy layer (TIMEOUT-1). */
+  readonly timeoutMs?: number | undefined
+  readonly isConcurrencySafe?: ((args: JsonValue) => boolean) | undefined
+  /** Last-mile, content-only transform; runs exactly once per outcome (FIN-3). */
+  readonly finalizeContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
+  /** Content projection of every post-result, before post-execute (D-1). */
+  readonly projectContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
+  readonly presentCall?: ((args: unknown) => CallView | undefined) | undefined
+  readonly presentResult?: ((args: unknown, result: ResultProjection) => ResultView | undefined) | undefined
+}
+
+/**
+ * Any definition, whatever its requirements.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Any = ToolDefinition<unknown>
+
+/**
+ * Adapts a Promise-returning function into an Effect body step: the function receives an
+ * `AbortSignal` that aborts when the fiber is interrupted, and interruption waits until the
+ * promise settles (a started body is never abandoned, D-14).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromPromise = <A>(run: (signal: AbortSignal) => PromiseLike<A>): Effect.Effect<A, unknown> =>
+  Effect.async<A, unknown>((resume, signal) => {
+    const settled = Promise.resolve().then(() => run(signal)).then(
+      (a) => resume(Effect.succeed(a)),
+      (e) => resume(Effect.fail(e))
+    )
+    return Effect.promise(() => settled)
+  })
+
+export {
+  /**
+   * Defines a tool over the author DSL (spec §5, DEF-1…9): compiles `parameters` and
+   * `output.schema` once, types the body, renderer and presenters from the specs, and returns a
+   * frozen {@link ToolDefinition} whose `execute` validates arguments strictly (failing with
+   * `ToolArgsError` without calling the body, D-11) and adapts Promise bodies (awaited until they
+   * settle, even when interrupted). Throws synchronously on an empty name, a bad `timeoutMs` or a
+   * DSL error (`JsonSchemaError`).
+   *
+   * @since 0.1.0
+   * @category constructors
+   */
+  defineTool,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  type DefineToolOptions,
+  /**
+   * What a body may return: an Effect of the value, or a Promise of it.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type BodyResult,
+  /**
+   * The definition produced by {@link defineTool}: a {@link ToolDefinition} whose `execute` keeps
+   * the value type, the body's error type (`unknown` for Promise bodies) plus `ToolArgsError`, and
+   * the body's requirements.
+   *
+   * @since 0.1.0
+   * @category models
+   */
+  type TypedTool,
+  /**
+   * DEF-8: compiles a parameter spec and returns the violations of `args` (root label `""`).
+   * Throws `JsonSchemaError` for an invalid spec.
+   *
+   * @since 0.1.0
+   * @category combinators
+   */
+  validateArgs
+} from "./internal/defineTool.js"
+
+export {
+  /**
+   * @since 0.1.0
+   * @category constructors
+   */
+  fromSchema,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  type FromSchemaOptions
+} from "./internal/schemaTool.js"
