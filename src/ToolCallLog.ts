@@ -1,0 +1,293 @@
+/**
+ * The durable tool-call log (SCHED-7, PTC-13, DECISIONS D-16/D-18): `tool/call` and
+ * `tool/result` records (and Code Mode's dispatch records), appended in model order.
+ * Records are described by Schemas, so every backend stores and reads them the same way.
+ * Canonical values are never persisted.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import { ContentSchema } from "./Content.js"
+import * as Json from "./Json.js"
+import type { JsonValue } from "./Json.js"
+import * as internal from "./internal/toolCallLog.js"
+import type { ToolResult } from "./ToolResult.js"
+
+/**
+ * Schema of a lossless JSON value (JSON-1/2). The check is iterative, so nesting depth is bounded
+ * only by memory.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const JsonValueSchema: Schema.Schema<JsonValue> = Schema.declare(
+  (input: unknown): input is JsonValue => Json.isLossless(input),
+  { identifier: "JsonValue", message: () => "Expected a lossless JSON value" }
+)
+
+const Content = ContentSchema.annotations({ parseOptions: { onExcessProperty: "preserve" } })
+
+const ErrorInfo = Schema.Struct({ name: Schema.String, code: Schema.String })
+
+/**
+ * `tool/call` (SCHED-7): the model's raw argument text, appended immediately before the call's
+ * pre-execute. `index` is the call's position in the model message (`batchId`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolCallRecord = Schema.TaggedStruct("tool/call", {
+  batchId: Schema.String,
+  index: Schema.NonNegativeInt,
+  callId: Schema.String,
+  name: Schema.String,
+  agent: Schema.optionalWith(Schema.String, { exact: true }),
+  arguments: Schema.String
+}).annotations({ identifier: "ToolCallRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolCallRecord extends Schema.Schema.Type<typeof ToolCallRecord> {}
+
+/**
+ * `tool/result` (SCHED-7, PRES-3): what the model and UIs see of one result — content,
+ * `isError`, the error's `info` (only when present) and the presentation `meta` (only when
+ * present). Never the canonical value: build it with {@link resultRecord}.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolResultRecord = Schema.TaggedStruct("tool/result", {
+  batchId: Schema.String,
+  index: Schema.NonNegativeInt,
+  callId: Schema.String,
+  content: Content,
+  isError: Schema.Boolean,
+  error: Schema.optionalWith(ErrorInfo, { exact: true }),
+  meta: Schema.optionalWith(JsonValueSchema, { exact: true })
+}).annotations({ identifier: "ToolResultRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ToolResultRecord extends Schema.Schema.Type<typeof ToolResultRecord> {}
+
+/**
+ * `tool/code-dispatch-start` (PTC-13): a Code Mode sub-call started (before its pre-execute).
+ * `arguments` is the logged snapshot of the program's binding arguments.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CodeDispatchStartRecord = Schema.TaggedStruct("tool/code-dispatch-start", {
+  rootCallId: Schema.String,
+  parentCallId: Schema.String,
+  subCallId: Schema.String,
+  name: Schema.String,
+  arguments: JsonValueSchema
+}).annotations({ identifier: "CodeDispatchStartRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CodeDispatchStartRecord extends Schema.Schema.Type<typeof CodeDispatchStartRecord> {}
+
+/**
+ * `tool/code-dispatch` (PTC-13): a Code Mode sub-call settled; carries only `isError` and the
+ * (possibly shaped) content, never a value or meta.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CodeDispatchRecord = Schema.TaggedStruct("tool/code-dispatch", {
+  rootCallId: Schema.String,
+  parentCallId: Schema.String,
+  subCallId: Schema.String,
+  name: Schema.String,
+  arguments: JsonValueSchema,
+  isError: Schema.Boolean,
+  content: Content
+}).annotations({ identifier: "CodeDispatchRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CodeDispatchRecord extends Schema.Schema.Type<typeof CodeDispatchRecord> {}
+
+/**
+ * Any durable record, discriminated by `_tag`. Decoding drops undeclared top-level keys (so a
+ * stray `value` is never stored) and keeps undeclared keys of content blocks.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LogRecord: Schema.Schema<LogRecord> = Schema.Union(
+  ToolCallRecord,
+  ToolResultRecord,
+  CodeDispatchStartRecord,
+  CodeDispatchRecord
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type LogRecord = ToolCallRecord | ToolResultRecord | CodeDispatchStartRecord | CodeDispatchRecord
+
+/**
+ * The log itself failed (storage error, or a record that does not match its schema). The
+ * scheduler drains and reports it (D-16).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ToolCallLogError extends Schema.TaggedError<ToolCallLogError>("effect-tool-runtime/ToolCallLogError")(
+  "ToolCallLogError",
+  { message: Schema.String }
+) {}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** Appends one record durably; the effect succeeds once the record is stored. */
+  readonly append: (record: LogRecord) => Effect.Effect<void, ToolCallLogError>
+  /** Every record in append order. */
+  readonly records: Effect.Effect<ReadonlyArray<LogRecord>, ToolCallLogError>
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export class ToolCallLog extends Context.Tag("effect-tool-runtime/ToolCallLog")<ToolCallLog, Service>() {}
+
+/**
+ * Builds the `tool/result` record of `result` (SCHED-7): `content` and `isError`, `error` =
+ * `result.error.info` only when present, `meta` only when present. The canonical `value`, the
+ * error message and the contexts are never copied.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resultRecord = (batchId: string, index: number, callId: string, result: ToolResult): ToolResultRecord => {
+  const info = result.isError ? result.error.info : undefined
+  const meta = result.meta
+  const base = {
+    _tag: "tool/result" as const,
+    batchId,
+    index,
+    callId,
+    content: result.content,
+    isError: result.isError
+  }
+  if (info === undefined) return meta === undefined ? base : { ...base, meta }
+  const error = { name: info.name, code: info.code }
+  return meta === undefined ? { ...base, error } : { ...base, error, meta }
+}
+
+type Parser = (input: unknown) => Either.Either<LogRecord, ParseResult.ParseError>
+
+const validateAny: Parser = Schema.validateEither(LogRecord)
+const decodeAny: Parser = Schema.decodeUnknownEither(LogRecord)
+
+type ParserOf = <A, I>(schema: Schema.Schema<A, I>) => (input: unknown) => Either.Either<A, ParseResult.ParseError>
+
+const byTag = (make: ParserOf): ReadonlyMap<unknown, Parser> =>
+  new Map<unknown, Parser>([
+    ["tool/call", make(ToolCallRecord)],
+    ["tool/result", make(ToolResultRecord)],
+    ["tool/code-dispatch-start", make(CodeDispatchStartRecord)],
+    ["tool/code-dispatch", make(CodeDispatchRecord)]
+  ])
+
+const validators = byTag((schema) => Schema.validateEither(schema))
+const decoders = byTag((schema) => Schema.decodeUnknownEither(schema))
+
+const tagOf = (input: unknown): unknown =>
+  Json.isPlainRecord(input) ? (input as { readonly _tag?: unknown })._tag : undefined
+
+const MAX_MESSAGE = 300
+
+const withPath = (path: ReadonlyArray<PropertyKey>, message: string): string => {
+  if (path.length === 0) return message
+  const at = internal.formatPath(path)
+  return message === "is missing" ? `${at} is missing` : `${at}: ${message}`
+}
+
+const firstIssue = (error: ParseResult.ParseError): string => {
+  try {
+    const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+    if (issue !== undefined && issue.message.length <= MAX_MESSAGE) return withPath(issue.path, issue.message)
+  } catch {
+    // Schema's formatter recurses into the offending value; very deep values overflow the stack.
+  }
+  const fallback = internal.plainIssue(error.issue)
+  return withPath(fallback.path, fallback.message)
+}
+
+const fail = (message: string): Effect.Effect<never, ToolCallLogError> => Effect.fail(new ToolCallLogError({ message }))
+
+const check = (record: unknown, freeze: boolean): Effect.Effect<LogRecord, ToolCallLogError> => {
+  const snap = Json.snapshot(record)
+  if (snap._tag === "Threw") return fail(`tool call log record could not be read: ${internal.messageOf(snap.error)}`)
+  if (snap._tag === "NotLossless") return fail("tool call log record must be lossless JSON")
+  const checked = (validators.get(tagOf(snap.value)) ?? validateAny)(snap.value)
+  if (Either.isLeft(checked)) return fail(`invalid tool call log record: ${firstIssue(checked.left)}`)
+  return Effect.succeed(freeze ? Json.deepFreeze(checked.right) : checked.right)
+}
+
+/**
+ * Checks a record against {@link LogRecord} and returns a detached, deep-frozen copy without
+ * undeclared top-level keys. Fails with `tool call log record must be lossless JSON`,
+ * `tool call log record could not be read: <msg>` (a throwing getter) or
+ * `invalid tool call log record: <path>: <issue>`. Every backend stores exactly this copy.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const validate = (record: unknown): Effect.Effect<LogRecord, ToolCallLogError> =>
+  Effect.suspend(() => check(record, true))
+
+/**
+ * {@link validate} followed by JSON text (the storage form of SQL backends). Deeply nested
+ * values are written iteratively.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const encodeJson = (record: unknown): Effect.Effect<string, ToolCallLogError> =>
+  Effect.suspend(() =>
+    Effect.map(check(record, false), (checked) => internal.stringify(checked as unknown as JsonValue))
+  )
+
+/**
+ * Parses JSON text written by {@link encodeJson} back into a deep-frozen record. Fails with
+ * `stored tool call log record is not JSON: <msg>` or
+ * `invalid stored tool call log record: <path>: <issue>`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const decodeJson = (text: string): Effect.Effect<LogRecord, ToolCallLogError> =>
+  Effect.suspend(() => {
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(text)
+    } catch (error) {
+      return fail(`stored tool call log record is not JSON: ${internal.messageOf(error)}`)
+    }
+    const decoded = (decoders.get(tagOf(parsed)) ?? decodeAny)(parsed)
+    if (Either.isLeft(decoded)) return fail(`invalid stored tool call log record: ${firstIssue(decoded.left)}`)
+    return Effect.succeed(Json.deepFreeze(decoded.right))
+  })

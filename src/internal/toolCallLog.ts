@@ -1,0 +1,132 @@
+/** @internal */
+import type * as ParseResult from "effect/ParseResult"
+import type { JsonObject, JsonValue } from "../Json.js"
+
+type Item = { readonly raw: string } | { readonly value: JsonValue }
+
+const stringifyIterative = (root: JsonValue): string => {
+  const out: Array<string> = []
+  const stack: Array<Item> = [{ value: root }]
+  while (stack.length > 0) {
+    const item = stack.pop()!
+    if ("raw" in item) {
+      out.push(item.raw)
+      continue
+    }
+    const value = item.value
+    if (value === null || typeof value !== "object") {
+      out.push(JSON.stringify(value))
+    } else if (Array.isArray(value)) {
+      const array = value as ReadonlyArray<JsonValue>
+      out.push("[")
+      stack.push({ raw: "]" })
+      for (let i = array.length - 1; i >= 0; i--) {
+        stack.push({ value: array[i]! })
+        if (i > 0) stack.push({ raw: "," })
+      }
+    } else {
+      const object = value as JsonObject
+      const keys = Object.keys(object)
+      out.push("{")
+      stack.push({ raw: "}" })
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!
+        stack.push({ value: object[key]! })
+        stack.push({ raw: i > 0 ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:` })
+      }
+    }
+  }
+  return out.join("")
+}
+
+/**
+ * `JSON.stringify` for lossless JSON values, falling back to an iterative writer (same output)
+ * when the value is too deep for the native recursive one.
+ *
+ * @internal
+ */
+export const stringify = (value: JsonValue): string => {
+  try {
+    return JSON.stringify(value)
+  } catch {
+    return stringifyIterative(value)
+  }
+}
+
+/**
+ * Renders a Schema issue path as `a.b[0].c`.
+ *
+ * @internal
+ */
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
+  let out = ""
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`
+    else out += out === "" ? String(key) : `.${String(key)}`
+  }
+  return out
+}
+
+/**
+ * The message of a thrown value, total (hostile getters are contained).
+ *
+ * @internal
+ */
+export const messageOf = (thrown: unknown): string => {
+  try {
+    if (thrown instanceof Error) return String(thrown.message)
+    return String(thrown)
+  } catch {
+    return "unknown error"
+  }
+}
+
+const describeActual = (actual: unknown): string => {
+  if (actual === null || typeof actual === "number" || typeof actual === "boolean") return String(actual)
+  if (typeof actual === "string") return actual.length <= 40 ? JSON.stringify(actual) : "a string"
+  if (Array.isArray(actual)) return "an array"
+  return typeof actual === "object" ? "an object" : typeof actual
+}
+
+/**
+ * The first leaf of a Schema issue as `{ path, message }`, without formatting the offending value
+ * itself (only its kind), for values too deep or too large for Schema's own formatter.
+ *
+ * @internal
+ */
+export const plainIssue = (
+  root: ParseResult.ParseIssue
+): { readonly path: ReadonlyArray<PropertyKey>; readonly message: string } => {
+  const path: Array<PropertyKey> = []
+  let issue = root
+  for (;;) {
+    switch (issue._tag) {
+      case "Pointer": {
+        if (Array.isArray(issue.path)) path.push(...(issue.path as ReadonlyArray<PropertyKey>))
+        else path.push(issue.path as PropertyKey)
+        issue = issue.issue
+        continue
+      }
+      case "Composite": {
+        const issues = issue.issues
+        issue = Array.isArray(issues)
+          ? (issues as ReadonlyArray<ParseResult.ParseIssue>)[0]!
+          : issues as ParseResult.ParseIssue
+        continue
+      }
+      case "Refinement":
+      case "Transformation": {
+        issue = issue.issue
+        continue
+      }
+      case "Type":
+        return { path, message: `Expected ${String(issue.ast)}, actual ${describeActual(issue.actual)}` }
+      case "Missing":
+        return { path, message: "is missing" }
+      case "Unexpected":
+        return { path, message: "is unexpected" }
+      case "Forbidden":
+        return { path, message: "is forbidden" }
+    }
+  }
+}
