@@ -203,6 +203,43 @@ export const Codes = {
 
 const UNPRINTABLE = "<unprintable thrown value>"
 
+/**
+ * A thrown value that could not be handed to Effect as is (a hostile proxy): its ERR-1 detail
+ * was computed when it was caught.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class NormalizedThrow {
+  constructor(readonly detail: ErrorDetail) {}
+}
+
+const isNormalized = (thrown: unknown): thrown is NormalizedThrow => {
+  try {
+    return thrown instanceof NormalizedThrow
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Makes a thrown value safe to pass to `Effect.fail` / `Effect.die`: values whose inspection
+ * throws (hostile proxies) are replaced by a {@link NormalizedThrow} carrying their detail.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const sanitizeThrown = (thrown: unknown): unknown => {
+  if ((typeof thrown !== "object" && typeof thrown !== "function") || thrown === null) return thrown
+  try {
+    void ("stack" in thrown)
+    void Object.getPrototypeOf(thrown)
+    return thrown
+  } catch {
+    return new NormalizedThrow(detailOf(thrown))
+  }
+}
+
 const messageOf = (thrown: unknown): string => {
   try {
     if (thrown instanceof Error) return String(thrown.message)
@@ -234,6 +271,7 @@ const infoOf = (thrown: unknown): ErrorInfo | undefined => {
  * @category constructors
  */
 export const detailOf = (thrown: unknown): ErrorDetail => {
+  if (isNormalized(thrown)) return thrown.detail
   const message = messageOf(thrown)
   const info = infoOf(thrown)
   return info === undefined ? { message } : { message, info }

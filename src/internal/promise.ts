@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import { sanitizeThrown } from "../ToolError.js"
 
 /** @internal */
 export const isThenable = (u: unknown): u is PromiseLike<unknown> => {
@@ -27,7 +28,22 @@ export const awaitSettled = <A>(promise: PromiseLike<A>): Effect.Effect<A, unkno
     Effect.async<A, unknown>((resume) => {
       Promise.resolve(promise).then(
         (a) => resume(Effect.succeed(a)),
-        (e) => resume(Effect.fail(e))
+        (e) => resume(Effect.fail(sanitizeThrown(e)))
       )
     })
   )
+
+/**
+ * Runs user code that returns an Effect: a synchronous throw (even of a hostile value) becomes
+ * a defect carrying a value Effect can handle.
+ *
+ * @internal
+ */
+export const suspendUser = <A, E, R>(run: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.suspend(() => {
+    try {
+      return run()
+    } catch (thrown) {
+      return Effect.die(sanitizeThrown(thrown))
+    }
+  })

@@ -1,0 +1,113 @@
+/**
+ * The timeout policy (spec §17, TIMEOUT-1…5) as an around-dispatch wrapper Layer: it reads the
+ * live definition's `timeoutMs`, fires through Effect's `Clock` (so `TestClock` drives it),
+ * aborts the body's signal (the runtime interrupts the body and waits for it to exit) and
+ * answers `TOOL_TIMEOUT`, which cancellation never overrides.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import type { AroundHook } from "../src/Policy.js"
+import { ToolRegistry } from "../src/ToolRegistry.js"
+import type * as ToolRegistryModule from "../src/ToolRegistry.js"
+import * as ToolResult from "../src/ToolResult.js"
+
+/**
+ * The largest budget a timer accepts (2^31 - 1 ms).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const MAX_TIMEOUT_MS = 2147483647
+
+/**
+ * The abort reason of a deadline that fired.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export class TimeoutReason {
+  readonly code = "TOOL_TIMEOUT"
+  constructor(readonly timeoutMs: number) {}
+}
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isValidTimeout = (ms: unknown): ms is number =>
+  typeof ms === "number" && Number.isFinite(ms) && ms > 0 && ms <= MAX_TIMEOUT_MS
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Budget for tools that declare no `timeoutMs` (default: none, TIMEOUT-1). */
+  readonly defaultTimeoutMs?: number | undefined
+}
+
+/**
+ * The wrapper itself, reading definitions from `registry`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Options): AroundHook<Error> =>
+(exec, next) =>
+  Effect.gen(function*() {
+    const entry = registry.unsafeView(exec.agent).get(exec.name)
+    const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
+    if (timeoutMs === undefined) return yield* next
+    if (!isValidTimeout(timeoutMs)) {
+      return yield* Effect.fail(
+        new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647")
+      )
+    }
+    const upstream = exec.signal
+    const deadline = new AbortController()
+    const reason = new TimeoutReason(timeoutMs)
+    const onUpstream = () => deadline.abort(upstream.reason)
+    if (upstream.aborted) deadline.abort(upstream.reason)
+    else upstream.addEventListener("abort", onUpstream, { once: true })
+    const timer = yield* Effect.fork(
+      Effect.interruptible(Effect.zipRight(Effect.sleep(timeoutMs), Effect.sync(() => deadline.abort(reason))))
+    )
+    exec.signal = deadline.signal
+    const result = yield* next.pipe(
+      Effect.ensuring(Effect.suspend(() => {
+        exec.signal = upstream
+        upstream.removeEventListener("abort", onUpstream)
+        return Fiber.interrupt(timer)
+      }))
+    )
+    return deadline.signal.reason === reason ? ToolResult.timedOut(timeoutMs) : result
+  })
+
+/**
+ * Registers the timeout wrapper globally for the lifetime of the layer.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWith = (options?: Options): Layer.Layer<never, never, ToolRegistry> =>
+  Layer.scopedDiscard(Effect.flatMap(ToolRegistry, (registry) => registry.onExecute(makeWrapper(registry, options))))
+
+/**
+ * The timeout policy with no default budget.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<never, never, ToolRegistry> = layerWith()
+
+/**
+ * The timeout policy with a default budget for tools that declare none.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWithDefault = (defaultTimeoutMs: number): Layer.Layer<never, never, ToolRegistry> =>
+  layerWith({ defaultTimeoutMs })

@@ -1,0 +1,864 @@
+/**
+ * The execution pipeline: creation, pre-execute, approval, guards, around-dispatch and body,
+ * canonical output, post-execute and finishing (spec §8–§15, DECISIONS D-1…D-15).
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Approval from "../Approval.js"
+import * as Content from "../Content.js"
+import type { UserMessage } from "../Content.js"
+import type { AgentId, DispatchExecution, ExecuteInput, RunContext, ToolExecution } from "../Execution.js"
+import * as IdGenerator from "../IdGenerator.js"
+import * as Json from "../Json.js"
+import type { JsonValue } from "../Json.js"
+import type { PostDecision, PreDecision } from "../Policy.js"
+import * as Registry from "../ToolRegistry.js"
+import {
+  detailOf,
+  detailOfCause,
+  type ErrorDetail,
+  InvalidContextError,
+  InvalidParentError,
+  ToolArgsError,
+  ToolNotFoundError
+} from "../ToolError.js"
+import * as ToolResult from "../ToolResult.js"
+import type * as ToolRuntime from "../ToolRuntime.js"
+import { type CanonicalMarks, createSuccess, makeMarks, materialize, type Outcome } from "./output.js"
+import { awaitSettled, isThenable, suspendUser } from "./promise.js"
+import { awaitAbort, fuse } from "./signals.js"
+
+type Result = ToolResult.ToolResult
+type Callback = (exec: ToolExecution, result: Result) => unknown
+
+interface Runtime {
+  readonly registry: Registry.Service
+  readonly approval: Approval.Service | undefined
+  readonly ids: IdGenerator.Service
+  readonly marks: CanonicalMarks
+  /** Tokens of executions whose body is running, for parent verification (D-5). */
+  readonly running: Map<symbol, number>
+}
+
+class State implements ToolRuntime.Execution {
+  bodyInvoked = false
+  concluded = false
+  finished: Result | undefined = undefined
+  readonly deferred: Array<UserMessage> = []
+  constructor(
+    readonly runtime: Runtime,
+    readonly execution: ToolExecution,
+    readonly caller: AbortController,
+    readonly detachInput: () => void,
+    readonly finalizer: Callback | undefined,
+    readonly projector: Callback | undefined
+  ) {}
+  get token(): symbol {
+    return this.execution.token
+  }
+  get name(): string {
+    return this.execution.name
+  }
+  get agent(): AgentId | undefined {
+    return this.execution.agent
+  }
+  get hasParent(): boolean {
+    return this.execution.parent !== undefined
+  }
+}
+
+const final = (handle: State, result: Result): ToolRuntime.Prepared => ({ _tag: "FinalResult", handle, result })
+const post = (handle: State, result: Result): ToolRuntime.Prepared => ({ _tag: "PostResult", handle, result })
+
+const frozen = <A extends Result>(runtime: Runtime, token: symbol, result: A): A => {
+  Json.deepFreeze(result)
+  runtime.marks.results.set(result, token)
+  return result
+}
+
+const failWith = (thrown: unknown): ToolResult.ToolFailure => ToolResult.failure(detailOf(thrown))
+
+/** D-13: contexts deferred by the body survive every failure except a block. */
+const withDeferred = (state: State, result: ToolResult.ToolFailure): ToolResult.ToolFailure =>
+  state.deferred.length === 0 ? result : { ...result, additionalContexts: state.deferred.slice() }
+
+const withContexts = <A extends Result>(result: A, contexts: ReadonlyArray<UserMessage>): A =>
+  contexts.length === 0 ? result : { ...result, additionalContexts: contexts }
+
+/** ERR-4: a cancellation replacing a success keeps only its contexts. */
+const cancelled = (state: State, replaced: Result): Result => {
+  const result = state.bodyInvoked ? ToolResult.aborted() : ToolResult.abortedBeforeDispatch()
+  const contexts = replaced.additionalContexts
+  return contexts === undefined || contexts.length === 0 ? result : { ...result, additionalContexts: contexts }
+}
+
+const INTERRUPTED_REASON = "the calling fiber was interrupted"
+
+// ---------------------------------------------------------------------------------------------
+// Creation (CREATE-1…6, PRE-1, D-5)
+// ---------------------------------------------------------------------------------------------
+
+const noop = () => {}
+
+const linkCaller = (signal: unknown, caller: AbortController): () => void => {
+  if (!(signal instanceof AbortSignal)) return noop
+  if (signal.aborted) {
+    caller.abort(signal.reason)
+    return noop
+  }
+  const onAbort = () => caller.abort(signal.reason)
+  signal.addEventListener("abort", onAbort, { once: true })
+  return () => signal.removeEventListener("abort", onAbort)
+}
+
+const callbackOf = (
+  definition: object | undefined,
+  key: "finalizeContent" | "projectContent"
+): Callback | undefined => {
+  if (definition === undefined) return undefined
+  const fn = (definition as { readonly [k: string]: unknown })[key]
+  return typeof fn === "function" ? (exec, result) => fn.call(definition, exec, result) : undefined
+}
+
+const makeExecution = (
+  token: symbol,
+  callId: string,
+  rootCallId: string,
+  name: string,
+  agent: AgentId | undefined,
+  parent: symbol | undefined,
+  args: JsonValue | undefined,
+  signal: AbortSignal
+): ToolExecution => {
+  const exec: { -readonly [K in keyof ToolExecution]: ToolExecution[K] } = {
+    token,
+    callId,
+    rootCallId,
+    name,
+    arguments: args,
+    signal
+  }
+  if (agent !== undefined) exec.agent = agent
+  if (parent !== undefined) exec.parent = parent
+  return Object.freeze(exec)
+}
+
+const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController): ToolRuntime.Prepared | State => {
+  let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
+  let identityError: unknown = undefined
+  try {
+    callId = input.callId
+    rootCallId = input.rootCallId
+    name = input.name
+    agent = input.agent
+    parent = input.parent
+    signal = input.signal
+  } catch (error) {
+    identityError = error
+  }
+  const detachInput = linkCaller(signal, caller)
+  const token = Symbol("effect-tool-runtime.execution")
+  if (
+    identityError !== undefined || typeof callId !== "string" || typeof name !== "string" ||
+    (rootCallId !== undefined && typeof rootCallId !== "string") ||
+    (agent !== undefined && typeof agent !== "string") || (parent !== undefined && typeof parent !== "symbol")
+  ) {
+    const exec = makeExecution(
+      token,
+      typeof callId === "string" ? callId : "",
+      typeof callId === "string" ? callId : "",
+      typeof name === "string" ? name : "",
+      undefined,
+      undefined,
+      undefined,
+      caller.signal
+    )
+    const state = new State(runtime, exec, caller, detachInput, undefined, undefined)
+    const error = identityError ?? new TypeError("tool execution input needs string callId and name")
+    return final(state, failWith(error))
+  }
+  const view = runtime.registry.unsafeView(agent as AgentId | undefined)
+  const probe = view.get(name)
+  const definition = probe?.definition
+  const finalizer = callbackOf(definition, "finalizeContent")
+  const projector = callbackOf(definition, "projectContent")
+  const collapsed = probe !== undefined && parent === undefined && view.mode === "code" &&
+    name !== Registry.RUN_CODE_NAME
+  let args: Json.SnapshotResult
+  try {
+    args = Json.snapshotFrozen(input.arguments)
+  } catch (error) {
+    args = { _tag: "Threw", error }
+  }
+  const exec = makeExecution(
+    token,
+    callId,
+    (rootCallId as string | undefined) ?? callId,
+    name,
+    agent as AgentId | undefined,
+    parent as symbol | undefined,
+    args._tag === "Lossless" ? args.value : undefined,
+    caller.signal
+  )
+  const aborted = caller.signal.aborted
+  if (args._tag !== "Lossless") {
+    const keepFinalizer = !collapsed || aborted
+    const state = new State(runtime, exec, caller, detachInput, keepFinalizer ? finalizer : undefined, undefined)
+    return final(
+      state,
+      args._tag === "Threw"
+        ? failWith(args.error)
+        : ToolResult.failure({ message: "tool execution arguments must be losslessly JSON-serializable" })
+    )
+  }
+  if (parent !== undefined && !runtime.running.has(parent as symbol)) {
+    const state = new State(runtime, exec, caller, detachInput, finalizer, undefined)
+    return final(state, failWith(new InvalidParentError({ toolName: name })))
+  }
+  if (collapsed) {
+    if (aborted) {
+      return final(new State(runtime, exec, caller, detachInput, finalizer, undefined), ToolResult.abortedBeforeDispatch())
+    }
+    const route = `only \`run_code\` is callable directly — call \`${name}\` from inside a \`run_code\` program instead`
+    return final(
+      new State(runtime, exec, caller, detachInput, undefined, undefined),
+      failWith(new ToolNotFoundError({ toolName: name, route }))
+    )
+  }
+  const state = new State(runtime, exec, caller, detachInput, finalizer, projector)
+  if (aborted) return final(state, ToolResult.abortedBeforeDispatch())
+  return state
+}
+
+// ---------------------------------------------------------------------------------------------
+// Waterfalls (HOST-1, D-8): `next` re-runs the whole chain below each time it is run
+// ---------------------------------------------------------------------------------------------
+
+const notAnEffect = (stage: string) => new TypeError(`${stage} hook must return an Effect`)
+
+const callHook = <A>(stage: string, run: () => unknown): Effect.Effect<A, unknown> =>
+  suspendUser(() => {
+    const out = run()
+    return Effect.isEffect(out) ? out as Effect.Effect<A, unknown> : Effect.die(notAnEffect(stage))
+  })
+
+const waterfall = <A, H>(
+  stage: string,
+  hooks: ReadonlyArray<H>,
+  innermost: Effect.Effect<A>,
+  invoke: (hook: H, next: Effect.Effect<A>) => unknown
+): Effect.Effect<A, unknown> => {
+  let next: Effect.Effect<A, unknown> = innermost
+  for (let i = hooks.length - 1; i >= 0; i--) {
+    const hook = hooks[i]!
+    const below = i === hooks.length - 1 ? next as Effect.Effect<A> : Effect.orDie(next)
+    next = callHook<A>(stage, () => invoke(hook, below))
+  }
+  return next
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pre-execute, approval and guards (PRE-1…7, APPR-1…5, GUARD-1/2, D-1, D-2, D-7)
+// ---------------------------------------------------------------------------------------------
+
+const ALLOW: PreDecision = Object.freeze({ _tag: "Allow" }) as PreDecision
+const ACCEPT: PostDecision = Object.freeze({ _tag: "Accept" }) as PostDecision
+
+const checkPre = (decision: unknown): PreDecision | undefined => {
+  if (typeof decision !== "object" || decision === null) return undefined
+  const d = decision as { readonly _tag?: unknown; readonly reason?: unknown; readonly info?: unknown }
+  switch (d._tag) {
+    case "Allow":
+    case "Cancel":
+      return decision as PreDecision
+    case "Ask":
+      return d.reason === undefined || typeof d.reason === "string" ? decision as PreDecision : undefined
+    case "Deny": {
+      if (typeof d.reason !== "string") return undefined
+      if (d.info === undefined) return decision as PreDecision
+      const info = d.info as { readonly name?: unknown; readonly code?: unknown } | null
+      return typeof info === "object" && info !== null && typeof info.name === "string" &&
+          typeof info.code === "string"
+        ? decision as PreDecision
+        : undefined
+    }
+    default:
+      return undefined
+  }
+}
+
+const describe = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+type Gate = { readonly _tag: "Allow" } | { readonly _tag: "Deny"; readonly reason: string } | {
+  readonly _tag: "Prepared"
+  readonly prepared: ToolRuntime.Prepared
+}
+
+const denyGate = (reason: string): Gate => ({ _tag: "Deny", reason })
+
+const askApproval = (state: State, reason: string | undefined): Effect.Effect<Gate> => {
+  const { runtime, name } = state
+  const approval = runtime.approval
+  if (approval === undefined) return Effect.succeed(denyGate(reason ?? `tool "${name}" requires approval (not yet supported)`))
+  const agent = state.agent
+  if (agent === undefined) {
+    return Effect.succeed(denyGate(`tool "${name}" requires approval, but the call has no agent to route it through`))
+  }
+  const request: Approval.ApprovalRequest = reason === undefined
+    ? { agent, toolName: name, callId: state.execution.callId, signal: state.execution.signal }
+    : { agent, toolName: name, callId: state.execution.callId, reason, signal: state.execution.signal }
+  const asked = Effect.interruptible(suspendUser(() => approval.request(request))).pipe(
+    Effect.catchAllCause(() => Effect.succeed<unknown>("unavailable"))
+  )
+  const abandoned = Effect.interruptible(Effect.as(awaitAbort(state.caller.signal), "cancelled" as const))
+  return Effect.map(Effect.raceFirst(asked, abandoned), (outcome): Gate => {
+    switch (outcome) {
+      case "allowed-once":
+        return { _tag: "Allow" }
+      case "rejected":
+        return denyGate(`the user rejected tool "${name}"`)
+      case "cancelled":
+        return state.caller.signal.aborted
+          ? { _tag: "Prepared", prepared: post(state, ToolResult.abortedBeforeDispatch()) }
+          : denyGate(`approval for tool "${name}" was cancelled`)
+      case "unavailable":
+        return denyGate(`tool "${name}" requires approval, but no approval channel is available`)
+      default:
+        return {
+          _tag: "Prepared",
+          prepared: final(state, failWith(new Error(`unreachable variant in ApprovalOutcome: ${describe(outcome)}`)))
+        }
+    }
+  })
+}
+
+const runGuards = (state: State): Gate => {
+  const guards = state.runtime.registry.unsafeView(state.agent).guards
+  for (const guard of guards) {
+    let answer: unknown
+    try {
+      answer = guard(state.execution)
+    } catch (error) {
+      return { _tag: "Prepared", prepared: final(state, failWith(error)) }
+    }
+    if (answer === undefined) continue
+    if (typeof answer === "string") return denyGate(answer)
+    return {
+      _tag: "Prepared",
+      prepared: final(state, ToolResult.failure({ message: `guard returned a non-string denial: ${describe(answer)}` }))
+    }
+  }
+  return { _tag: "Allow" }
+}
+
+const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> =>
+  Effect.gen(function*() {
+    const { runtime, execution } = state
+    const hooks = runtime.registry.unsafeView(state.agent).preExecute
+    let decision: PreDecision = ALLOW
+    if (hooks.length > 0) {
+      const exit = yield* Effect.exit(
+        waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))
+      )
+      if (Exit.isFailure(exit)) return final(state, ToolResult.failure(detailOfCause(exit.cause)))
+      const checked = checkPre(exit.value)
+      if (checked === undefined) {
+        return final(
+          state,
+          ToolResult.failure({ message: `tools/pre-execute returned a malformed decision: ${describe(exit.value)}` })
+        )
+      }
+      decision = checked
+    }
+    let outcome: Gate
+    switch (decision._tag) {
+      case "Deny":
+        return post(state, frozen(runtime, state.token, ToolResult.denial(decision.reason, decision.info)))
+      case "Cancel":
+        return post(state, ToolResult.abortedBeforeDispatch())
+      case "Ask":
+        outcome = yield* askApproval(state, decision.reason)
+        if (outcome._tag === "Allow") outcome = runGuards(state)
+        break
+      case "Allow":
+        outcome = runGuards(state)
+        break
+    }
+    if (outcome._tag === "Prepared") return outcome.prepared
+    if (outcome._tag === "Deny") return post(state, frozen(runtime, state.token, ToolResult.denial(outcome.reason)))
+    if (state.caller.signal.aborted) return post(state, ToolResult.abortedBeforeDispatch())
+    return { _tag: "Dispatch", handle: state }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Body dispatch (BODY-1…7) and around-dispatch (AROUND-1…8)
+// ---------------------------------------------------------------------------------------------
+
+const makeDispatchView = (exec: ToolExecution): DispatchExecution => {
+  const view = Object.create(null) as { -readonly [K in keyof DispatchExecution]: DispatchExecution[K] }
+  for (const key of Object.keys(exec) as Array<keyof ToolExecution>) {
+    if (key === "signal") continue
+    Object.defineProperty(view, key, { value: exec[key], enumerable: true, writable: false })
+  }
+  view.signal = exec.signal
+  return Object.seal(view)
+}
+
+const makeRunContext = (state: State, signal: AbortSignal): RunContext => {
+  const exec = state.execution
+  const deferContext = (message: unknown) => {
+    const checked = Content.checkUserMessage(message, state.runtime.ids.next)
+    if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
+    state.deferred.push(checked.value)
+  }
+  const concludeTurn = () => {
+    state.concluded = true
+  }
+  return Object.freeze({ ...exec, signal, deferContext, concludeTurn })
+}
+
+const invokeBody = (
+  definition: Registry.RegisteredTool["definition"],
+  args: JsonValue | undefined,
+  ctx: RunContext
+): Effect.Effect<unknown, unknown, unknown> =>
+  suspendUser(() => {
+    const out = definition.execute(args as JsonValue, ctx)
+    if (Effect.isEffect(out)) return out
+    return isThenable(out) ? awaitSettled(out) : Effect.succeed(out)
+  })
+
+const withContext = <A, E>(
+  effect: Effect.Effect<A, E, unknown>,
+  context: Context.Context<never>
+): Effect.Effect<A, E> =>
+  context.unsafeMap.size === 0
+    ? effect as Effect.Effect<A, E>
+    : Effect.provide(effect as Effect.Effect<A, E, never>, context)
+
+/** Waits for the body fiber's exit; the signal aborting interrupts it (and still waits). */
+const awaitBody = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, signal: AbortSignal): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.async<Exit.Exit<A, E>>((resume) => {
+    const onAbort = () => fiber.unsafeInterruptAsFork(FiberId.none)
+    fiber.addObserver((exit) => {
+      signal.removeEventListener("abort", onAbort)
+      resume(Effect.succeed(exit))
+    })
+    if (signal.aborted) onAbort()
+    else signal.addEventListener("abort", onAbort, { once: true })
+  })
+
+const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.failureOption(cause)
+  try {
+    return Option.isSome(failure) && failure.value instanceof ToolArgsError
+  } catch {
+    return false
+  }
+}
+
+const bodyDispatch = (state: State, view: DispatchExecution): Effect.Effect<Result> =>
+  Effect.suspend(() => {
+    const { runtime, execution: exec } = state
+    const wrapperSignal = view.signal
+    const mark = (result: Result) => frozen(runtime, state.token, result)
+    if (!(wrapperSignal instanceof AbortSignal)) {
+      return Effect.succeed(mark(ToolResult.failure({ message: "exec.signal must remain an AbortSignal" })))
+    }
+    const fused = fuse(state.caller.signal, wrapperSignal)
+    if (fused.signal.aborted) {
+      fused.detach()
+      return Effect.succeed(mark(ToolResult.abortedBeforeDispatch()))
+    }
+    const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+    if (entry === undefined) {
+      fused.detach()
+      return Effect.succeed(mark(failWith(new ToolNotFoundError({ toolName: state.name }))))
+    }
+    const invokedBefore = state.bodyInvoked
+    state.bodyInvoked = true
+    runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
+    view.signal = fused.signal
+    const ctx = makeRunContext(state, fused.signal)
+    const body = withContext(invokeBody(entry.definition, exec.arguments, ctx), entry.context)
+    return Effect.fork(Effect.interruptible(body)).pipe(
+      Effect.flatMap((fiber) => awaitBody(fiber, fused.signal)),
+      Effect.map((exit): Result => {
+        fused.detach()
+        view.signal = wrapperSignal
+        const left = (runtime.running.get(state.token) ?? 1) - 1
+        if (left === 0) runtime.running.delete(state.token)
+        else runtime.running.set(state.token, left)
+        if (Exit.isSuccess(exit)) {
+          const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
+          if (!success.ok) return mark(failWith(success.error))
+          return fused.signal.aborted ? mark(ToolResult.aborted()) : success.value
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) {
+          return mark(
+            fused.signal.aborted ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
+          )
+        }
+        if (!invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
+        return mark(ToolResult.failure(detailOfCause(exit.cause)))
+      })
+    )
+  })
+
+type Dispatched = ToolRuntime.Dispatched
+
+const finalDispatched = (result: Result): Dispatched => ({ _tag: "FinalResult", result })
+
+const readResult = (raw: unknown): Outcome<{ readonly isError: unknown; readonly record: Record<string, unknown> }> => {
+  if (typeof raw !== "object" || raw === null) {
+    return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
+  }
+  try {
+    return { ok: true, value: { isError: (raw as { isError?: unknown }).isError, record: raw as Record<string, unknown> } }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+/** AROUND-5/6: trust only this execution's canonical results; re-process everything else. */
+const normalize = (state: State, raw: unknown): Outcome<Result> => {
+  const { runtime } = state
+  if (typeof raw === "object" && raw !== null && runtime.marks.results.get(raw) === state.token) {
+    return { ok: true, value: raw as Result }
+  }
+  const read = readResult(raw)
+  if (!read.ok) return read
+  const { isError, record } = read.value
+  try {
+    if (isError === true) {
+      const rebuilt: Record<string, unknown> = { isError: true, error: record.error, content: record.content }
+      if (record.meta !== undefined) rebuilt.meta = record.meta
+      if (record.additionalContexts !== undefined) rebuilt.additionalContexts = record.additionalContexts
+      return { ok: true, value: Json.deepFreeze(rebuilt) as unknown as Result }
+    }
+    if (isError === false) {
+      const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+      if (entry === undefined) return { ok: false, error: new ToolNotFoundError({ toolName: state.name }) }
+      const success = createSuccess(entry, state.execution, record.value, state.concluded, runtime.marks)
+      if (!success.ok) return success
+      const contexts = record.additionalContexts
+      return {
+        ok: true,
+        value: contexts === undefined ? success.value : { ...success.value, additionalContexts: contexts as never }
+      }
+    }
+  } catch (error) {
+    return { ok: false, error }
+  }
+  return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
+}
+
+const dispatchIn = (state: State): Effect.Effect<Dispatched> =>
+  Effect.gen(function*() {
+    const { runtime, execution } = state
+    const wrappers = runtime.registry.unsafeView(state.agent).aroundExecute
+    const view = makeDispatchView(execution)
+    const body = bodyDispatch(state, view)
+    let raw: unknown
+    if (wrappers.length === 0) {
+      raw = yield* body
+    } else {
+      const exit = yield* Effect.exit(
+        waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))
+      )
+      if (Exit.isFailure(exit)) {
+        return finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
+      }
+      raw = exit.value
+    }
+    const normalized = normalize(state, raw)
+    if (!normalized.ok) return finalDispatched(withDeferred(state, failWith(normalized.error)))
+    let result = normalized.value
+    if (state.deferred.length > 0) {
+      const carried = result.additionalContexts
+      result = withContexts(result, carried === undefined ? state.deferred.slice() : [...state.deferred, ...carried])
+    }
+    if (state.caller.signal.aborted && !result.isError) result = cancelled(state, result)
+    return { _tag: "PostResult", result }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Post-execute (POST-1…9, D-1 projectContent, D-2, D-3)
+// ---------------------------------------------------------------------------------------------
+
+const BLOCKED = "tool result blocked by post-execute policy"
+
+const blockMessage = (feedback: Content.Content): string => {
+  const message = feedback.map((block) => block.type === "text" ? block.text : `[${block.type} content]`).join("\n")
+  return message === "" ? BLOCKED : message
+}
+
+const checkDecisionContexts = (
+  state: State,
+  contexts: unknown
+): Outcome<ReadonlyArray<UserMessage>> => {
+  if (contexts === undefined) return { ok: true, value: [] }
+  if (!Array.isArray(contexts)) {
+    return { ok: false, error: new TypeError("tools/post-execute additionalContexts must be an array") }
+  }
+  const out: Array<UserMessage> = []
+  for (const context of contexts) {
+    const checked = Content.checkUserMessage(context, state.runtime.ids.next)
+    if (checked._tag === "Invalid") return { ok: false, error: new InvalidContextError({ reason: checked.reason }) }
+    out.push(checked.value)
+  }
+  return { ok: true, value: out }
+}
+
+const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key)
+
+/** Applies a post decision; `Final` marks a pipeline failure (POST-3/5/7). */
+const applyDecision = (state: State, incoming: Result, decision: unknown): Outcome<Result> => {
+  if (typeof decision !== "object" || decision === null) {
+    return { ok: false, error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`) }
+  }
+  const d = decision as {
+    readonly _tag?: unknown
+    readonly feedback?: unknown
+    readonly content?: unknown
+    readonly value?: unknown
+    readonly additionalContexts?: unknown
+  }
+  const contexts = checkDecisionContexts(state, d.additionalContexts)
+  if (!contexts.ok) return contexts
+  if (d._tag === "Block") {
+    const feedback = Content.check(d.feedback)
+    if (feedback._tag === "Invalid") {
+      return { ok: false, error: new TypeError(`tools/post-execute block feedback: ${feedback.reason}`) }
+    }
+    const blocked: ToolResult.ToolFailure = {
+      isError: true,
+      error: { message: blockMessage(feedback.value) },
+      content: feedback.value
+    }
+    return { ok: true, value: withContexts(blocked, contexts.value) }
+  }
+  if (d._tag !== "Accept") {
+    return { ok: false, error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`) }
+  }
+  const replacesContent = hasOwn(d, "content")
+  const replacesValue = hasOwn(d, "value")
+  if (replacesContent && replacesValue) {
+    return { ok: false, error: new TypeError("tools/post-execute accept decision cannot replace both value and content") }
+  }
+  let result = incoming
+  if (replacesValue) {
+    if (incoming.isError) {
+      return { ok: false, error: new TypeError("tools/post-execute cannot replace the value of a failed result") }
+    }
+    const entry = state.runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+    if (entry === undefined) return { ok: false, error: new ToolNotFoundError({ toolName: state.name }) }
+    const success = createSuccess(entry, state.execution, d.value, state.concluded, state.runtime.marks)
+    if (!success.ok) return success
+    result = incoming.additionalContexts === undefined
+      ? success.value
+      : { ...success.value, additionalContexts: incoming.additionalContexts }
+  } else if (replacesContent && d.content !== undefined) {
+    const content = Content.check(d.content)
+    if (content._tag === "Invalid") {
+      return { ok: false, error: new TypeError(`tools/post-execute accept content: ${content.reason}`) }
+    }
+    result = { ...incoming, content: content.value }
+  }
+  if (contexts.value.length > 0) {
+    const carried = result.additionalContexts
+    result = withContexts(result, carried === undefined ? contexts.value : [...carried, ...contexts.value])
+  }
+  return { ok: true, value: result }
+}
+
+const project = (state: State, result: Result): Outcome<Result> => {
+  const projector = state.projector
+  if (projector === undefined) return { ok: true, value: result }
+  let out: unknown
+  try {
+    out = projector(state.execution, result)
+  } catch (error) {
+    return { ok: false, error }
+  }
+  if (out === undefined) return { ok: true, value: result }
+  const content = Content.check(out)
+  if (content._tag === "Invalid") return { ok: false, error: new TypeError(`projectContent: ${content.reason}`) }
+  return { ok: true, value: Json.deepFreeze({ ...result, content: content.value }) }
+}
+
+const finalizeIn = (state: State, incoming: Result): Effect.Effect<Result> =>
+  Effect.gen(function*() {
+    const projected = project(state, incoming)
+    if (!projected.ok) return yield* finishIn(state, withDeferred(state, failWith(projected.error)))
+    const result = projected.value
+    const hooks = state.runtime.registry.unsafeView(state.agent).postExecute
+    let decision: unknown = ACCEPT
+    if (hooks.length > 0) {
+      const exit = yield* Effect.exit(
+        waterfall("tools/post-execute", hooks, Effect.succeed(ACCEPT), (hook, next) =>
+          hook(state.execution, result, next))
+      )
+      if (Exit.isFailure(exit)) {
+        return yield* finishIn(state, withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
+      }
+      decision = exit.value
+    }
+    const applied = decision === ACCEPT ? { ok: true as const, value: result } : applyDecision(state, result, decision)
+    if (!applied.ok) return yield* finishIn(state, withDeferred(state, failWith(applied.error)))
+    let outcome = applied.value
+    if (state.caller.signal.aborted && !outcome.isError) outcome = cancelled(state, outcome)
+    return yield* finishIn(state, outcome)
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Finishing (FIN-1…4, OBS-1)
+// ---------------------------------------------------------------------------------------------
+
+const materialized = (state: State, candidate: unknown): Result => {
+  const { marks, ids } = state.runtime
+  const first = materialize(candidate, marks, ids.next)
+  if (first.ok) return first.value
+  const fallback = materialize(withDeferred(state, failWith(first.error)), marks, ids.next)
+  return fallback.ok ? fallback.value : Json.deepFreeze(failWith(first.error))
+}
+
+const finishIn = (state: State, candidate: Result): Effect.Effect<Result> =>
+  Effect.gen(function*() {
+    if (state.finished !== undefined) return state.finished
+    let result = materialized(state, candidate)
+    const finalizer = state.finalizer
+    if (finalizer !== undefined) {
+      try {
+        const content = finalizer(state.execution, result)
+        if (content !== undefined) result = materialized(state, { ...result, content })
+      } catch (error) {
+        result = materialized(state, withDeferred(state, failWith(error)))
+      }
+    }
+    state.finished = result
+    state.detachInput()
+    const { execution } = state
+    const observers = state.runtime.registry.unsafeView(state.agent).observers
+    for (const observer of observers) {
+      const exit = yield* Effect.exit(callHook<void>("tools/result", () => observer(execution, result)))
+      if (Exit.isFailure(exit)) {
+        const message = detailOfCause(exit.cause).message
+        yield* Effect.logWarning(
+          `tool "${execution.name}" (${execution.callId}): tools/result observer failed: ${message}`
+        )
+      }
+    }
+    return result
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Envelope (D-14): the calling fiber's interruption is the caller's abort; the work finishes
+// ---------------------------------------------------------------------------------------------
+
+/** Waits for a fiber's exit without inheriting its fiber refs (cheaper than `Fiber.join`). */
+const awaitExit = <A>(fiber: Fiber.RuntimeFiber<A>): Effect.Effect<A> =>
+  Effect.async<A>((resume) => {
+    const observer = (exit: Exit.Exit<A>) => resume(exit)
+    fiber.addObserver(observer)
+    return Effect.sync(() => fiber.removeObserver(observer))
+  })
+
+/**
+ * The pipeline runs on its own fiber, detached from the caller's fiber so that interrupting the
+ * caller does not propagate into it (a parent's interruption reaches its children at once);
+ * it is always awaited, on both paths, so it never outlives the call.
+ */
+const envelope = <A>(caller: AbortController, work: Effect.Effect<A>): Effect.Effect<A> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(Effect.forkDaemon(work), (fiber) =>
+      Effect.onInterrupt(
+        restore(awaitExit(fiber)),
+        () =>
+          Effect.suspend(() => {
+            caller.abort(new DOMException(INTERRUPTED_REASON, "AbortError"))
+            return Fiber.await(fiber)
+          })
+      ))
+  )
+
+const prepareIn = (runtime: Runtime, input: ExecuteInput, caller: AbortController): Effect.Effect<ToolRuntime.Prepared> =>
+  Effect.suspend(() => {
+    const created = create(runtime, input, caller)
+    return created instanceof State ? gate(created) : Effect.succeed(created)
+  })
+
+const executeIn = (runtime: Runtime, input: ExecuteInput, caller: AbortController): Effect.Effect<Result> =>
+  Effect.flatMap(prepareIn(runtime, input, caller), (prepared) => {
+    const state = prepared.handle as State
+    switch (prepared._tag) {
+      case "FinalResult":
+        return finishIn(state, prepared.result)
+      case "PostResult":
+        return finalizeIn(state, prepared.result)
+      case "Dispatch":
+        return Effect.flatMap(dispatchIn(state), (dispatched) =>
+          dispatched._tag === "FinalResult"
+            ? finishIn(state, dispatched.result)
+            : finalizeIn(state, dispatched.result))
+    }
+  })
+
+const stateOf = (runtime: Runtime, handle: ToolRuntime.Execution): Effect.Effect<State> =>
+  handle instanceof State && handle.runtime === runtime
+    ? Effect.succeed(handle)
+    : Effect.die(new TypeError("execution handle does not belong to this runtime"))
+
+/** @internal */
+export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.gen(function*() {
+  const registry = yield* Registry.ToolRegistry
+  const approval = yield* Effect.serviceOption(Approval.Approval)
+  const ids = yield* Effect.serviceOption(IdGenerator.IdGenerator)
+  const runtime: Runtime = {
+    registry,
+    approval: Option.getOrUndefined(approval),
+    ids: Option.getOrElse(ids, () => IdGenerator.random),
+    marks: makeMarks(),
+    running: new Map()
+  }
+  const service: ToolRuntime.Service = {
+    execute: (input) =>
+      Effect.suspend(() => {
+        const caller = new AbortController()
+        return envelope(caller, executeIn(runtime, input, caller))
+      }),
+    prepare: (input) =>
+      Effect.suspend(() => {
+        const caller = new AbortController()
+        return envelope(caller, prepareIn(runtime, input, caller))
+      }),
+    dispatch: (handle) =>
+      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, dispatchIn(state))),
+    finalize: (handle, result) =>
+      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, finalizeIn(state, result))),
+    finish: (handle, result) =>
+      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, finishIn(state, result)))
+  }
+  return service
+})
+
+/** @internal */
+export const layer = <I>(tag: Context.Tag<I, ToolRuntime.Service>): Layer.Layer<I, never, Registry.ToolRegistry> =>
+  Layer.effect(tag, make)
+
+/** @internal */
+export type { ErrorDetail }
