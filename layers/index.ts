@@ -1,0 +1,16 @@
+/**
+ * Swappable Layer implementations of the services, and ready-made presets.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as Approval from "./Approval.js"
+/** @since 0.1.0 */
+export * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
+/** @since 0.1.0 */
+export * as Presets from "./Presets.js"
+/** @since 0.1.0 */
+export * as TimeoutPolicy from "./TimeoutPolicy.js"
+/** @since 0.1.0 */
+export * as ToolCallLogMemory from "./ToolCallLogMemory.js"
