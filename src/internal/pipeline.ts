@@ -34,7 +34,7 @@ import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { type CanonicalMarks, createSuccess, makeMarks, materialize, type Outcome } from "./output.js"
 import { awaitSettled, isThenable, suspendUser } from "./promise.js"
-import { awaitAbort, fuse } from "./signals.js"
+import { awaitCaller, type BodyCancellation, Caller, fuseCaller } from "./signals.js"
 
 type Result = ToolResult.ToolResult
 type Callback = (exec: ToolExecution, result: Result) => unknown
@@ -56,8 +56,7 @@ class State implements ToolRuntime.Execution {
   constructor(
     readonly runtime: Runtime,
     readonly execution: ToolExecution,
-    readonly caller: AbortController,
-    readonly detachInput: () => void,
+    readonly caller: Caller,
     readonly finalizer: Callback | undefined,
     readonly projector: Callback | undefined
   ) {}
@@ -102,22 +101,13 @@ const cancelled = (state: State, replaced: Result): Result => {
 
 const INTERRUPTED_REASON = "the calling fiber was interrupted"
 
+const succeedNow = <A>(value: A): Effect.Effect<A> => Effect.succeed(value)
+
 // ---------------------------------------------------------------------------------------------
 // Creation (CREATE-1…6, PRE-1, D-5)
 // ---------------------------------------------------------------------------------------------
 
 const noop = () => {}
-
-const linkCaller = (signal: unknown, caller: AbortController): () => void => {
-  if (!(signal instanceof AbortSignal)) return noop
-  if (signal.aborted) {
-    caller.abort(signal.reason)
-    return noop
-  }
-  const onAbort = () => caller.abort(signal.reason)
-  signal.addEventListener("abort", onAbort, { once: true })
-  return () => signal.removeEventListener("abort", onAbort)
-}
 
 const callbackOf = (
   definition: object | undefined,
@@ -136,7 +126,7 @@ const makeExecution = (
   agent: AgentId | undefined,
   parent: symbol | undefined,
   args: JsonValue | undefined,
-  signal: AbortSignal
+  caller: Caller
 ): ToolExecution => {
   const exec: { -readonly [K in keyof ToolExecution]: ToolExecution[K] } = {
     token,
@@ -144,14 +134,16 @@ const makeExecution = (
     rootCallId,
     name,
     arguments: args,
-    signal
+    get signal() {
+      return caller.signal
+    }
   }
   if (agent !== undefined) exec.agent = agent
   if (parent !== undefined) exec.parent = parent
   return Object.freeze(exec)
 }
 
-const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController): ToolRuntime.Prepared | State => {
+const create = (runtime: Runtime, input: ExecuteInput, setCaller: (caller: Caller) => void): ToolRuntime.Prepared | State => {
   let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
   let identityError: unknown = undefined
   try {
@@ -164,7 +156,8 @@ const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController):
   } catch (error) {
     identityError = error
   }
-  const detachInput = linkCaller(signal, caller)
+  const caller = new Caller(signal instanceof AbortSignal ? signal : undefined)
+  setCaller(caller)
   const token = Symbol("effect-tool-runtime.execution")
   if (
     identityError !== undefined || typeof callId !== "string" || typeof name !== "string" ||
@@ -179,9 +172,9 @@ const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController):
       undefined,
       undefined,
       undefined,
-      caller.signal
+      caller
     )
-    const state = new State(runtime, exec, caller, detachInput, undefined, undefined)
+    const state = new State(runtime, exec, caller, undefined, undefined)
     const error = identityError ?? new TypeError("tool execution input needs string callId and name")
     return final(state, failWith(error))
   }
@@ -206,12 +199,12 @@ const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController):
     agent as AgentId | undefined,
     parent as symbol | undefined,
     args._tag === "Lossless" ? args.value : undefined,
-    caller.signal
+    caller
   )
-  const aborted = caller.signal.aborted
+  const aborted = caller.aborted
   if (args._tag !== "Lossless") {
     const keepFinalizer = !collapsed || aborted
-    const state = new State(runtime, exec, caller, detachInput, keepFinalizer ? finalizer : undefined, undefined)
+    const state = new State(runtime, exec, caller, keepFinalizer ? finalizer : undefined, undefined)
     return final(
       state,
       args._tag === "Threw"
@@ -220,20 +213,20 @@ const create = (runtime: Runtime, input: ExecuteInput, caller: AbortController):
     )
   }
   if (parent !== undefined && !runtime.running.has(parent as symbol)) {
-    const state = new State(runtime, exec, caller, detachInput, finalizer, undefined)
+    const state = new State(runtime, exec, caller, finalizer, undefined)
     return final(state, failWith(new InvalidParentError({ toolName: name })))
   }
   if (collapsed) {
     if (aborted) {
-      return final(new State(runtime, exec, caller, detachInput, finalizer, undefined), ToolResult.abortedBeforeDispatch())
+      return final(new State(runtime, exec, caller, finalizer, undefined), ToolResult.abortedBeforeDispatch())
     }
     const route = `only \`run_code\` is callable directly — call \`${name}\` from inside a \`run_code\` program instead`
     return final(
-      new State(runtime, exec, caller, detachInput, undefined, undefined),
+      new State(runtime, exec, caller, undefined, undefined),
       failWith(new ToolNotFoundError({ toolName: name, route }))
     )
   }
-  const state = new State(runtime, exec, caller, detachInput, finalizer, projector)
+  const state = new State(runtime, exec, caller, finalizer, projector)
   if (aborted) return final(state, ToolResult.abortedBeforeDispatch())
   return state
 }
@@ -324,7 +317,7 @@ const askApproval = (state: State, reason: string | undefined): Effect.Effect<Ga
   const asked = Effect.interruptible(suspendUser(() => approval.request(request))).pipe(
     Effect.catchAllCause(() => Effect.succeed<unknown>("unavailable"))
   )
-  const abandoned = Effect.interruptible(Effect.as(awaitAbort(state.caller.signal), "cancelled" as const))
+  const abandoned = Effect.interruptible(Effect.as(awaitCaller(state.caller), "cancelled" as const))
   return Effect.map(Effect.raceFirst(asked, abandoned), (outcome): Gate => {
     switch (outcome) {
       case "allowed-once":
@@ -332,7 +325,7 @@ const askApproval = (state: State, reason: string | undefined): Effect.Effect<Ga
       case "rejected":
         return denyGate(`the user rejected tool "${name}"`)
       case "cancelled":
-        return state.caller.signal.aborted
+        return state.caller.aborted
           ? { _tag: "Prepared", prepared: post(state, ToolResult.abortedBeforeDispatch()) }
           : denyGate(`approval for tool "${name}" was cancelled`)
       case "unavailable":
@@ -365,70 +358,120 @@ const runGuards = (state: State): Gate => {
   return { _tag: "Allow" }
 }
 
-const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> =>
-  Effect.gen(function*() {
-    const { runtime, execution } = state
-    const hooks = runtime.registry.unsafeView(state.agent).preExecute
-    let decision: PreDecision = ALLOW
-    if (hooks.length > 0) {
-      const exit = yield* Effect.exit(
-        waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))
+const afterGate = (state: State, outcome: Gate): ToolRuntime.Prepared => {
+  if (outcome._tag === "Prepared") return outcome.prepared
+  if (outcome._tag === "Deny") return post(state, frozen(state.runtime, state.token, ToolResult.denial(outcome.reason)))
+  if (state.caller.aborted) return post(state, ToolResult.abortedBeforeDispatch())
+  return { _tag: "Dispatch", handle: state }
+}
+
+const decide = (state: State, decision: PreDecision): Effect.Effect<ToolRuntime.Prepared> => {
+  switch (decision._tag) {
+    case "Deny":
+      return succeedNow(post(state, frozen(state.runtime, state.token, ToolResult.denial(decision.reason, decision.info))))
+    case "Cancel":
+      return succeedNow(post(state, ToolResult.abortedBeforeDispatch()))
+    case "Ask":
+      return Effect.map(
+        askApproval(state, decision.reason),
+        (outcome) => afterGate(state, outcome._tag === "Allow" ? runGuards(state) : outcome)
       )
-      if (Exit.isFailure(exit)) return final(state, ToolResult.failure(detailOfCause(exit.cause)))
+    case "Allow":
+      return succeedNow(afterGate(state, runGuards(state)))
+  }
+}
+
+const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> => {
+  const hooks = state.runtime.registry.unsafeView(state.agent).preExecute
+  if (hooks.length === 0) return decide(state, ALLOW)
+  const execution = state.execution
+  return Effect.flatMap(
+    Effect.exit(waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))),
+    (exit) => {
+      if (Exit.isFailure(exit)) return succeedNow(final(state, ToolResult.failure(detailOfCause(exit.cause))))
       const checked = checkPre(exit.value)
       if (checked === undefined) {
-        return final(
+        return succeedNow(final(
           state,
           ToolResult.failure({ message: `tools/pre-execute returned a malformed decision: ${describe(exit.value)}` })
-        )
+        ))
       }
-      decision = checked
+      return decide(state, checked)
     }
-    let outcome: Gate
-    switch (decision._tag) {
-      case "Deny":
-        return post(state, frozen(runtime, state.token, ToolResult.denial(decision.reason, decision.info)))
-      case "Cancel":
-        return post(state, ToolResult.abortedBeforeDispatch())
-      case "Ask":
-        outcome = yield* askApproval(state, decision.reason)
-        if (outcome._tag === "Allow") outcome = runGuards(state)
-        break
-      case "Allow":
-        outcome = runGuards(state)
-        break
-    }
-    if (outcome._tag === "Prepared") return outcome.prepared
-    if (outcome._tag === "Deny") return post(state, frozen(runtime, state.token, ToolResult.denial(outcome.reason)))
-    if (state.caller.signal.aborted) return post(state, ToolResult.abortedBeforeDispatch())
-    return { _tag: "Dispatch", handle: state }
-  })
+  )
+}
 
 // ---------------------------------------------------------------------------------------------
 // Body dispatch (BODY-1…7) and around-dispatch (AROUND-1…8)
 // ---------------------------------------------------------------------------------------------
 
-const makeDispatchView = (exec: ToolExecution): DispatchExecution => {
-  const view = Object.create(null) as { -readonly [K in keyof DispatchExecution]: DispatchExecution[K] }
-  for (const key of Object.keys(exec) as Array<keyof ToolExecution>) {
-    if (key === "signal") continue
-    Object.defineProperty(view, key, { value: exec[key], enumerable: true, writable: false })
+/** The around-dispatch view: identity read-only, `signal` writable (defaults to the caller's). */
+class DispatchView implements DispatchExecution {
+  readonly #exec: ToolExecution
+  readonly #caller: Caller
+  #installed: AbortSignal | undefined = undefined
+  #replaced = false
+  constructor(exec: ToolExecution, caller: Caller) {
+    this.#exec = exec
+    this.#caller = caller
   }
-  view.signal = exec.signal
-  return Object.seal(view)
+  /** The signal a wrapper installed (`undefined` when none did); may be anything for JS callers. */
+  static installed(view: DispatchView): { readonly replaced: boolean; readonly signal: unknown } {
+    return { replaced: view.#replaced, signal: view.#installed }
+  }
+  get token(): symbol {
+    return this.#exec.token
+  }
+  get callId(): string {
+    return this.#exec.callId
+  }
+  get rootCallId(): string {
+    return this.#exec.rootCallId
+  }
+  get name(): string {
+    return this.#exec.name
+  }
+  get agent(): AgentId {
+    return this.#exec.agent as AgentId
+  }
+  get parent(): symbol {
+    return this.#exec.parent as symbol
+  }
+  get arguments(): JsonValue | undefined {
+    return this.#exec.arguments
+  }
+  get signal(): AbortSignal {
+    return this.#replaced ? this.#installed as AbortSignal : this.#caller.signal
+  }
+  set signal(signal: AbortSignal) {
+    this.#replaced = true
+    this.#installed = signal
+  }
 }
 
-const makeRunContext = (state: State, signal: AbortSignal): RunContext => {
+const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext => {
   const exec = state.execution
-  const deferContext = (message: unknown) => {
-    const checked = Content.checkUserMessage(message, state.runtime.ids.next)
-    if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
-    state.deferred.push(checked.value)
+  const context: { -readonly [K in keyof RunContext]: RunContext[K] } = {
+    token: exec.token,
+    callId: exec.callId,
+    rootCallId: exec.rootCallId,
+    name: exec.name,
+    arguments: exec.arguments,
+    get signal() {
+      return cancellation.signal()
+    },
+    deferContext: (message: unknown) => {
+      const checked = Content.checkUserMessage(message, state.runtime.ids.next)
+      if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
+      state.deferred.push(checked.value)
+    },
+    concludeTurn: () => {
+      state.concluded = true
+    }
   }
-  const concludeTurn = () => {
-    state.concluded = true
-  }
-  return Object.freeze({ ...exec, signal, deferContext, concludeTurn })
+  if (exec.agent !== undefined) context.agent = exec.agent
+  if (exec.parent !== undefined) context.parent = exec.parent
+  return Object.freeze(context)
 }
 
 const invokeBody = (
@@ -450,16 +493,20 @@ const withContext = <A, E>(
     ? effect as Effect.Effect<A, E>
     : Effect.provide(effect as Effect.Effect<A, E, never>, context)
 
-/** Waits for the body fiber's exit; the signal aborting interrupts it (and still waits). */
-const awaitBody = <A, E>(fiber: Fiber.RuntimeFiber<A, E>, signal: AbortSignal): Effect.Effect<Exit.Exit<A, E>> =>
+/** Waits for the body fiber's exit; cancellation interrupts it (and still waits for the exit). */
+const awaitBody = <A, E>(
+  fiber: Fiber.RuntimeFiber<A, E>,
+  cancellation: BodyCancellation
+): Effect.Effect<Exit.Exit<A, E>> =>
   Effect.async<Exit.Exit<A, E>>((resume) => {
-    const onAbort = () => fiber.unsafeInterruptAsFork(FiberId.none)
+    const interrupt = () => fiber.unsafeInterruptAsFork(FiberId.none)
+    let stopWatching = noop
     fiber.addObserver((exit) => {
-      signal.removeEventListener("abort", onAbort)
+      stopWatching()
       resume(Effect.succeed(exit))
     })
-    if (signal.aborted) onAbort()
-    else signal.addEventListener("abort", onAbort, { once: true })
+    if (cancellation.aborted()) interrupt()
+    else stopWatching = cancellation.onAbort(interrupt)
   })
 
 const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
@@ -471,46 +518,48 @@ const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
   }
 }
 
-const bodyDispatch = (state: State, view: DispatchExecution): Effect.Effect<Result> =>
+const releaseParent = (runtime: Runtime, token: symbol) => {
+  const left = (runtime.running.get(token) ?? 1) - 1
+  if (left === 0) runtime.running.delete(token)
+  else runtime.running.set(token, left)
+}
+
+const bodyDispatch = (state: State, view: DispatchView): Effect.Effect<Result> =>
   Effect.suspend(() => {
     const { runtime, execution: exec } = state
-    const wrapperSignal = view.signal
     const mark = (result: Result) => frozen(runtime, state.token, result)
-    if (!(wrapperSignal instanceof AbortSignal)) {
+    const installed = DispatchView.installed(view)
+    if (installed.replaced && !(installed.signal instanceof AbortSignal)) {
       return Effect.succeed(mark(ToolResult.failure({ message: "exec.signal must remain an AbortSignal" })))
     }
-    const fused = fuse(state.caller.signal, wrapperSignal)
-    if (fused.signal.aborted) {
-      fused.detach()
+    const cancellation = fuseCaller(state.caller, installed.signal as AbortSignal | undefined)
+    if (cancellation.aborted()) {
+      cancellation.detach()
       return Effect.succeed(mark(ToolResult.abortedBeforeDispatch()))
     }
     const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
     if (entry === undefined) {
-      fused.detach()
+      cancellation.detach()
       return Effect.succeed(mark(failWith(new ToolNotFoundError({ toolName: state.name }))))
     }
     const invokedBefore = state.bodyInvoked
     state.bodyInvoked = true
     runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
-    view.signal = fused.signal
-    const ctx = makeRunContext(state, fused.signal)
+    const ctx = makeRunContext(state, cancellation)
     const body = withContext(invokeBody(entry.definition, exec.arguments, ctx), entry.context)
     return Effect.fork(Effect.interruptible(body)).pipe(
-      Effect.flatMap((fiber) => awaitBody(fiber, fused.signal)),
+      Effect.flatMap((fiber) => awaitBody(fiber, cancellation)),
       Effect.map((exit): Result => {
-        fused.detach()
-        view.signal = wrapperSignal
-        const left = (runtime.running.get(state.token) ?? 1) - 1
-        if (left === 0) runtime.running.delete(state.token)
-        else runtime.running.set(state.token, left)
+        cancellation.detach()
+        releaseParent(runtime, state.token)
         if (Exit.isSuccess(exit)) {
           const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
           if (!success.ok) return mark(failWith(success.error))
-          return fused.signal.aborted ? mark(ToolResult.aborted()) : success.value
+          return cancellation.aborted() ? mark(ToolResult.aborted()) : success.value
         }
         if (Cause.isInterruptedOnly(exit.cause)) {
           return mark(
-            fused.signal.aborted ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
+            cancellation.aborted() ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
           )
         }
         if (!invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
@@ -567,34 +616,31 @@ const normalize = (state: State, raw: unknown): Outcome<Result> => {
   return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
 }
 
-const dispatchIn = (state: State): Effect.Effect<Dispatched> =>
-  Effect.gen(function*() {
-    const { runtime, execution } = state
-    const wrappers = runtime.registry.unsafeView(state.agent).aroundExecute
-    const view = makeDispatchView(execution)
-    const body = bodyDispatch(state, view)
-    let raw: unknown
-    if (wrappers.length === 0) {
-      raw = yield* body
-    } else {
-      const exit = yield* Effect.exit(
-        waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))
-      )
-      if (Exit.isFailure(exit)) {
-        return finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
-      }
-      raw = exit.value
-    }
-    const normalized = normalize(state, raw)
-    if (!normalized.ok) return finalDispatched(withDeferred(state, failWith(normalized.error)))
-    let result = normalized.value
-    if (state.deferred.length > 0) {
-      const carried = result.additionalContexts
-      result = withContexts(result, carried === undefined ? state.deferred.slice() : [...state.deferred, ...carried])
-    }
-    if (state.caller.signal.aborted && !result.isError) result = cancelled(state, result)
-    return { _tag: "PostResult", result }
-  })
+const afterDispatch = (state: State, raw: unknown): Dispatched => {
+  const normalized = normalize(state, raw)
+  if (!normalized.ok) return finalDispatched(withDeferred(state, failWith(normalized.error)))
+  let result = normalized.value
+  if (state.deferred.length > 0) {
+    const carried = result.additionalContexts
+    result = withContexts(result, carried === undefined ? state.deferred.slice() : [...state.deferred, ...carried])
+  }
+  if (state.caller.aborted && !result.isError) result = cancelled(state, result)
+  return { _tag: "PostResult", result }
+}
+
+const dispatchIn = (state: State): Effect.Effect<Dispatched> => {
+  const wrappers = state.runtime.registry.unsafeView(state.agent).aroundExecute
+  const view = new DispatchView(state.execution, state.caller)
+  const body = bodyDispatch(state, view)
+  if (wrappers.length === 0) return Effect.map(body, (raw) => afterDispatch(state, raw))
+  return Effect.map(
+    Effect.exit(waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))),
+    (exit) =>
+      Exit.isFailure(exit)
+        ? finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
+        : afterDispatch(state, exit.value)
+  )
+}
 
 // ---------------------------------------------------------------------------------------------
 // Post-execute (POST-1…9, D-1 projectContent, D-2, D-3)
@@ -701,29 +747,30 @@ const project = (state: State, result: Result): Outcome<Result> => {
   return { ok: true, value: Json.deepFreeze({ ...result, content: content.value }) }
 }
 
-const finalizeIn = (state: State, incoming: Result): Effect.Effect<Result> =>
-  Effect.gen(function*() {
-    const projected = project(state, incoming)
-    if (!projected.ok) return yield* finishIn(state, withDeferred(state, failWith(projected.error)))
-    const result = projected.value
-    const hooks = state.runtime.registry.unsafeView(state.agent).postExecute
-    let decision: unknown = ACCEPT
-    if (hooks.length > 0) {
-      const exit = yield* Effect.exit(
-        waterfall("tools/post-execute", hooks, Effect.succeed(ACCEPT), (hook, next) =>
-          hook(state.execution, result, next))
-      )
-      if (Exit.isFailure(exit)) {
-        return yield* finishIn(state, withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
-      }
-      decision = exit.value
-    }
-    const applied = decision === ACCEPT ? { ok: true as const, value: result } : applyDecision(state, result, decision)
-    if (!applied.ok) return yield* finishIn(state, withDeferred(state, failWith(applied.error)))
-    let outcome = applied.value
-    if (state.caller.signal.aborted && !outcome.isError) outcome = cancelled(state, outcome)
-    return yield* finishIn(state, outcome)
-  })
+const afterPost = (state: State, result: Result, decision: unknown): Effect.Effect<Result> => {
+  const applied = decision === ACCEPT ? { ok: true as const, value: result } : applyDecision(state, result, decision)
+  if (!applied.ok) return finishIn(state, withDeferred(state, failWith(applied.error)))
+  const outcome = applied.value
+  return finishIn(state, state.caller.aborted && !outcome.isError ? cancelled(state, outcome) : outcome)
+}
+
+const finalizeIn = (state: State, incoming: Result): Effect.Effect<Result> => {
+  const projected = project(state, incoming)
+  if (!projected.ok) return finishIn(state, withDeferred(state, failWith(projected.error)))
+  const result = projected.value
+  const hooks = state.runtime.registry.unsafeView(state.agent).postExecute
+  if (hooks.length === 0) return afterPost(state, result, ACCEPT)
+  const execution = state.execution
+  return Effect.flatMap(
+    Effect.exit(
+      waterfall("tools/post-execute", hooks, Effect.succeed(ACCEPT), (hook, next) => hook(execution, result, next))
+    ),
+    (exit) =>
+      Exit.isFailure(exit)
+        ? finishIn(state, withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
+        : afterPost(state, result, exit.value)
+  )
+}
 
 // ---------------------------------------------------------------------------------------------
 // Finishing (FIN-1…4, OBS-1)
@@ -737,34 +784,40 @@ const materialized = (state: State, candidate: unknown): Result => {
   return fallback.ok ? fallback.value : Json.deepFreeze(failWith(first.error))
 }
 
-const finishIn = (state: State, candidate: Result): Effect.Effect<Result> =>
-  Effect.gen(function*() {
-    if (state.finished !== undefined) return state.finished
-    let result = materialized(state, candidate)
-    const finalizer = state.finalizer
-    if (finalizer !== undefined) {
-      try {
-        const content = finalizer(state.execution, result)
-        if (content !== undefined) result = materialized(state, { ...result, content })
-      } catch (error) {
-        result = materialized(state, withDeferred(state, failWith(error)))
-      }
+const notifyObserver = (
+  execution: ToolExecution,
+  result: Result,
+  observer: Registry.RegistryView["observers"][number]
+): Effect.Effect<void> =>
+  Effect.flatMap(Effect.exit(callHook<void>("tools/result", () => observer(execution, result))), (exit) =>
+    Exit.isSuccess(exit) ? Effect.void : Effect.logWarning(
+      `tool "${execution.name}" (${execution.callId}): tools/result observer failed: ${
+        detailOfCause(exit.cause).message
+      }`
+    ))
+
+const finishIn = (state: State, candidate: Result): Effect.Effect<Result> => {
+  if (state.finished !== undefined) return succeedNow(state.finished)
+  let result = materialized(state, candidate)
+  const finalizer = state.finalizer
+  if (finalizer !== undefined) {
+    try {
+      const content = finalizer(state.execution, result)
+      if (content !== undefined) result = materialized(state, { ...result, content })
+    } catch (error) {
+      result = materialized(state, withDeferred(state, failWith(error)))
     }
-    state.finished = result
-    state.detachInput()
-    const { execution } = state
-    const observers = state.runtime.registry.unsafeView(state.agent).observers
-    for (const observer of observers) {
-      const exit = yield* Effect.exit(callHook<void>("tools/result", () => observer(execution, result)))
-      if (Exit.isFailure(exit)) {
-        const message = detailOfCause(exit.cause).message
-        yield* Effect.logWarning(
-          `tool "${execution.name}" (${execution.callId}): tools/result observer failed: ${message}`
-        )
-      }
-    }
-    return result
-  })
+  }
+  state.finished = result
+  state.caller.detach()
+  const observers = state.runtime.registry.unsafeView(state.agent).observers
+  if (observers.length === 0) return succeedNow(result)
+  const execution = state.execution
+  return Effect.as(
+    Effect.forEach(observers, (observer) => notifyObserver(execution, result, observer), { discard: true }),
+    result
+  )
+}
 
 // ---------------------------------------------------------------------------------------------
 // Envelope (D-14): the calling fiber's interruption is the caller's abort; the work finishes
@@ -783,40 +836,55 @@ const awaitExit = <A>(fiber: Fiber.RuntimeFiber<A>): Effect.Effect<A> =>
  * caller does not propagate into it (a parent's interruption reaches its children at once);
  * it is always awaited, on both paths, so it never outlives the call.
  */
-const envelope = <A>(caller: AbortController, work: Effect.Effect<A>): Effect.Effect<A> =>
+const envelope = <A>(abort: () => void, work: Effect.Effect<A>): Effect.Effect<A> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDaemon(work), (fiber) =>
       Effect.onInterrupt(
         restore(awaitExit(fiber)),
         () =>
           Effect.suspend(() => {
-            caller.abort(new DOMException(INTERRUPTED_REASON, "AbortError"))
+            abort()
             return Fiber.await(fiber)
           })
       ))
   )
 
-const prepareIn = (runtime: Runtime, input: ExecuteInput, caller: AbortController): Effect.Effect<ToolRuntime.Prepared> =>
+const interruptedReason = () => new DOMException(INTERRUPTED_REASON, "AbortError")
+
+/** The caller of a call that is being created: interruption may arrive before it exists. */
+class PendingCaller {
+  caller: Caller | undefined = undefined
+  interrupted = false
+  readonly set = (caller: Caller) => {
+    this.caller = caller
+    if (this.interrupted) caller.abort(interruptedReason())
+  }
+  readonly abort = () => {
+    this.interrupted = true
+    this.caller?.abort(interruptedReason())
+  }
+}
+
+const prepareIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller): Effect.Effect<ToolRuntime.Prepared> =>
   Effect.suspend(() => {
-    const created = create(runtime, input, caller)
-    return created instanceof State ? gate(created) : Effect.succeed(created)
+    const created = create(runtime, input, pending.set)
+    return created instanceof State ? gate(created) : succeedNow(created)
   })
 
-const executeIn = (runtime: Runtime, input: ExecuteInput, caller: AbortController): Effect.Effect<Result> =>
-  Effect.flatMap(prepareIn(runtime, input, caller), (prepared) => {
-    const state = prepared.handle as State
-    switch (prepared._tag) {
-      case "FinalResult":
-        return finishIn(state, prepared.result)
-      case "PostResult":
-        return finalizeIn(state, prepared.result)
-      case "Dispatch":
-        return Effect.flatMap(dispatchIn(state), (dispatched) =>
-          dispatched._tag === "FinalResult"
-            ? finishIn(state, dispatched.result)
-            : finalizeIn(state, dispatched.result))
-    }
-  })
+const continueWith = (prepared: ToolRuntime.Prepared): Effect.Effect<Result> => {
+  const state = prepared.handle as State
+  switch (prepared._tag) {
+    case "FinalResult":
+      return finishIn(state, prepared.result)
+    case "PostResult":
+      return finalizeIn(state, prepared.result)
+    case "Dispatch":
+      return Effect.flatMap(dispatchIn(state), (dispatched) =>
+        dispatched._tag === "FinalResult"
+          ? finishIn(state, dispatched.result)
+          : finalizeIn(state, dispatched.result))
+  }
+}
 
 const stateOf = (runtime: Runtime, handle: ToolRuntime.Execution): Effect.Effect<State> =>
   handle instanceof State && handle.runtime === runtime
@@ -835,23 +903,23 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
     marks: makeMarks(),
     running: new Map()
   }
+  const staged = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
+    Effect.flatMap(stateOf(runtime, handle), (state) =>
+      envelope(() => state.caller.abort(interruptedReason()), stage(state)))
   const service: ToolRuntime.Service = {
     execute: (input) =>
       Effect.suspend(() => {
-        const caller = new AbortController()
-        return envelope(caller, executeIn(runtime, input, caller))
+        const pending = new PendingCaller()
+        return envelope(pending.abort, Effect.flatMap(prepareIn(runtime, input, pending), continueWith))
       }),
     prepare: (input) =>
       Effect.suspend(() => {
-        const caller = new AbortController()
-        return envelope(caller, prepareIn(runtime, input, caller))
+        const pending = new PendingCaller()
+        return envelope(pending.abort, prepareIn(runtime, input, pending))
       }),
-    dispatch: (handle) =>
-      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, dispatchIn(state))),
-    finalize: (handle, result) =>
-      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, finalizeIn(state, result))),
-    finish: (handle, result) =>
-      Effect.flatMap(stateOf(runtime, handle), (state) => envelope(state.caller, finishIn(state, result)))
+    dispatch: (handle) => staged(handle, dispatchIn),
+    finalize: (handle, result) => staged(handle, (state) => finalizeIn(state, result)),
+    finish: (handle, result) => staged(handle, (state) => finishIn(state, result))
   }
   return service
 })
