@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { AgentId } from "../src/Execution.js"
 import * as Json from "../src/Json.js"
@@ -48,6 +48,7 @@ import type {
 import * as checks from "./internal/registryChecks.js"
 import * as state_ from "./internal/registryState.js"
 import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registryState.js"
+import { replaceContext, withCaptured } from "../src/internal/context.js"
 
 /**
  * @since 0.1.0
@@ -176,12 +177,20 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       )
     }
 
+    /**
+     * The services a registration needs, captured once. The registration's own `Scope` (and the
+     * layer-building memo map) are left out: per-call resources belong in the body's own
+     * `Effect.scoped`, not in the registration's lifetime.
+     */
+    const captureContext = <R>() =>
+      Effect.map(Effect.context<R>(), (context) => Context.omit(Scope.Scope, Layer.CurrentMemoMap)(context))
+
     const register = <R>(
       definition: Tool.ToolDefinition<R>,
       options?: TargetOptions
     ): Effect.Effect<void, ToolRegistrationError | JsonSchemaError, Scope.Scope | R> => {
       const agent = options?.agent
-      return Effect.flatMap(Effect.context<R>(), (context) =>
+      return Effect.flatMap(captureContext<R>(), (context) =>
         Effect.acquireRelease(
           Effect.suspend(() => {
             const checked = checks.checkDefinition(definition)
@@ -340,11 +349,9 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       hook: PreExecuteHook<E, R>,
       options?: HookOptions
     ): Effect.Effect<void, never, Scope.Scope | R> =>
-      Effect.flatMap(Effect.context<R>(), (context) => {
+      Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: PreExecuteHook<unknown> = (exec, next) =>
-          Effect.contextWithEffect((outer: Context.Context<never>) =>
-            Effect.provide(hook(exec, Effect.provide(next, outer)), context)
-          )
+          withCaptured(context, (outer) => hook(exec, replaceContext(next, outer)))
         return addHook(state.hooks.preExecute, wrapped, options)
       })
 
@@ -352,11 +359,9 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       hook: AroundHook<E, R>,
       options?: HookOptions
     ): Effect.Effect<void, never, Scope.Scope | R> =>
-      Effect.flatMap(Effect.context<R>(), (context) => {
+      Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: AroundHook<unknown> = (exec, next) =>
-          Effect.contextWithEffect((outer: Context.Context<never>) =>
-            Effect.provide(hook(exec, Effect.provide(next, outer)), context)
-          )
+          withCaptured(context, (outer) => hook(exec, replaceContext(next, outer)))
         return addHook(state.hooks.aroundExecute, wrapped, options)
       })
 
@@ -364,11 +369,9 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       hook: PostExecuteHook<E, R>,
       options?: HookOptions
     ): Effect.Effect<void, never, Scope.Scope | R> =>
-      Effect.flatMap(Effect.context<R>(), (context) => {
+      Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: PostExecuteHook<unknown> = (exec, result, next) =>
-          Effect.contextWithEffect((outer: Context.Context<never>) =>
-            Effect.provide(hook(exec, result, Effect.provide(next, outer)), context)
-          )
+          withCaptured(context, (outer) => hook(exec, result, replaceContext(next, outer)))
         return addHook(state.hooks.postExecute, wrapped, options)
       })
 
@@ -376,8 +379,8 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       observer: ResultObserver<E, R>,
       options?: HookOptions
     ): Effect.Effect<void, never, Scope.Scope | R> =>
-      Effect.flatMap(Effect.context<R>(), (context) => {
-        const wrapped: ResultObserver<unknown> = (exec, result) => Effect.provide(observer(exec, result), context)
+      Effect.flatMap(captureContext<R>(), (context) => {
+        const wrapped: ResultObserver<unknown> = (exec, result) => withCaptured(context, () => observer(exec, result))
         return addHook(state.hooks.observers, wrapped, options)
       })
 

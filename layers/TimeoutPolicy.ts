@@ -9,6 +9,7 @@
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
+import type { DispatchExecution } from "../src/Execution.js"
 import type { AroundHook } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import type * as ToolRegistryModule from "../src/ToolRegistry.js"
@@ -56,34 +57,41 @@ export interface Options {
  * @category constructors
  */
 export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Options): AroundHook<Error> =>
-(exec, next) =>
-  Effect.gen(function*() {
-    const entry = registry.unsafeView(exec.agent).get(exec.name)
-    const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
-    if (timeoutMs === undefined) return yield* next
-    if (!isValidTimeout(timeoutMs)) {
-      return yield* Effect.fail(
-        new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647")
-      )
-    }
+(exec, next) => {
+  const entry = registry.unsafeView(exec.agent).get(exec.name)
+  const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
+  if (timeoutMs === undefined) return next
+  if (!isValidTimeout(timeoutMs)) {
+    return Effect.fail(new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647"))
+  }
+  return withDeadline(exec, next, timeoutMs)
+}
+
+const withDeadline = (
+  exec: DispatchExecution,
+  next: Effect.Effect<ToolResult.ToolResult>,
+  timeoutMs: number
+): Effect.Effect<ToolResult.ToolResult> =>
+  Effect.suspend(() => {
     const upstream = exec.signal
     const deadline = new AbortController()
     const reason = new TimeoutReason(timeoutMs)
     const onUpstream = () => deadline.abort(upstream.reason)
     if (upstream.aborted) deadline.abort(upstream.reason)
     else upstream.addEventListener("abort", onUpstream, { once: true })
-    const timer = yield* Effect.fork(
-      Effect.interruptible(Effect.zipRight(Effect.sleep(timeoutMs), Effect.sync(() => deadline.abort(reason))))
-    )
-    exec.signal = deadline.signal
-    const result = yield* next.pipe(
-      Effect.ensuring(Effect.suspend(() => {
+    const fire = Effect.zipRight(Effect.sleep(timeoutMs), Effect.sync(() => deadline.abort(reason)))
+    return Effect.flatMap(Effect.fork(Effect.interruptible(fire)), (timer) => {
+      exec.signal = deadline.signal
+      const restore = Effect.suspend(() => {
         exec.signal = upstream
         upstream.removeEventListener("abort", onUpstream)
         return Fiber.interrupt(timer)
-      }))
-    )
-    return deadline.signal.reason === reason ? ToolResult.timedOut(timeoutMs) : result
+      })
+      return Effect.map(
+        Effect.ensuring(next, restore),
+        (result) => deadline.signal.reason === reason ? ToolResult.timedOut(timeoutMs) : result
+      )
+    })
   })
 
 /**

@@ -3,7 +3,7 @@
  * output (OUT-1…7, D-3).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import * as Presets from "../layers/Presets.js"
 import type { RunContext } from "../src/Execution.js"
 import type { JsonValue } from "../src/Json.js"
@@ -591,5 +591,53 @@ describe("OUT (canonical output)", () => {
         )))
       const result = yield* execute({ callId: "c1", name: "boom", arguments: {} })
       assert.deepStrictEqual(result, withContexts(errorResult("exploded"), [context("ctx-1", "nested")]))
+    }).pipe(Effect.provide(Presets.layerTest())))
+})
+
+describe("services captured at registration", () => {
+  class Greeting extends Context.Tag("test/runtime/Greeting")<Greeting, string>() {}
+
+  it.scoped("BODY-5: a body's requirements are the ones captured when it was registered, not the caller's", () =>
+    Effect.gen(function*() {
+      const tools = yield* ToolRegistry
+      const greet: ToolDefinition<Greeting> = {
+        name: "greet",
+        description: "greets",
+        parameters: { type: "object" },
+        output: { schema: { type: "string" }, render: (_args, value) => [{ type: "text", text: value as string }] },
+        execute: () => Greeting
+      }
+      yield* tools.register(greet).pipe(Effect.provideService(Greeting, "registered"))
+      const fromCaller = yield* execute({ callId: "c1", name: "greet", arguments: {} }).pipe(
+        Effect.provideService(Greeting, "caller")
+      )
+      assert.deepStrictEqual(fromCaller, { isError: false, value: "registered", content: [{ type: "text", text: "registered" }] })
+      const withoutCaller = yield* execute({ callId: "c2", name: "greet", arguments: {} })
+      assert.strictEqual(withoutCaller.isError ? "error" : withoutCaller.value, "registered")
+    }).pipe(Effect.provide(Presets.layerTest())))
+
+  it.effect("BODY-5: the registration's own Scope is not handed to the body", () =>
+    Effect.gen(function*() {
+      const tools = yield* ToolRegistry
+      const registration = yield* Scope.make()
+      const scoped: ToolDefinition<Scope.Scope> = {
+        name: "scoped",
+        description: "needs a scope",
+        parameters: { type: "object" },
+        output: { schema: { type: "string" }, render: (_args, value) => [{ type: "text", text: value as string }] },
+        execute: () => Effect.as(Scope.Scope, "had a scope")
+      }
+      yield* Scope.extend(tools.register(scoped), registration)
+      const result = yield* execute({ callId: "c1", name: "scoped", arguments: {} })
+      assert.isTrue(result.isError)
+      const inOwnScope: ToolDefinition<never> = {
+        ...scoped,
+        name: "own_scope",
+        execute: () => Effect.scoped(Effect.as(Scope.Scope, "own"))
+      }
+      yield* Scope.extend(tools.register(inOwnScope), registration)
+      const own = yield* execute({ callId: "c2", name: "own_scope", arguments: {} })
+      assert.strictEqual(own.isError ? "error" : own.value, "own")
+      yield* Scope.close(registration, Exit.void)
     }).pipe(Effect.provide(Presets.layerTest())))
 })

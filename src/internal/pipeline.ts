@@ -33,6 +33,7 @@ import {
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { type CanonicalMarks, createSuccess, makeMarks, materialize, type Outcome } from "./output.js"
+import { withCaptured } from "./context.js"
 import { awaitSettled, isThenable, suspendUser } from "./promise.js"
 import { awaitCaller, type BodyCancellation, Caller, fuseCaller } from "./signals.js"
 
@@ -489,9 +490,7 @@ const withContext = <A, E>(
   effect: Effect.Effect<A, E, unknown>,
   context: Context.Context<never>
 ): Effect.Effect<A, E> =>
-  context.unsafeMap.size === 0
-    ? effect as Effect.Effect<A, E>
-    : Effect.provide(effect as Effect.Effect<A, E, never>, context)
+  context.unsafeMap.size === 0 ? effect as Effect.Effect<A, E> : withCaptured(context, () => effect)
 
 /** Waits for the body fiber's exit; cancellation interrupts it (and still waits for the exit). */
 const awaitBody = <A, E>(

@@ -1,0 +1,57 @@
+/**
+ * Running user code with the services captured when it was registered, merged over the
+ * caller's. Merges are cached per (caller context, captured context) pair, so a call pays a
+ * lookup, not a map copy.
+ *
+ * @internal
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+
+const merges = new WeakMap<Context.Context<never>, WeakMap<Context.Context<never>, Context.Context<never>>>()
+
+const covers = (outer: Context.Context<never>, captured: Context.Context<never>): boolean => {
+  for (const [key, value] of captured.unsafeMap) {
+    if (outer.unsafeMap.get(key) !== value) return false
+  }
+  return true
+}
+
+/** @internal */
+export const mergeCached = (outer: Context.Context<never>, captured: Context.Context<never>): Context.Context<never> => {
+  let byCaptured = merges.get(outer)
+  if (byCaptured === undefined) {
+    byCaptured = new WeakMap()
+    merges.set(outer, byCaptured)
+  }
+  let merged = byCaptured.get(captured)
+  if (merged === undefined) {
+    merged = covers(outer, captured) ? outer : Context.merge(outer, captured)
+    byCaptured.set(captured, merged)
+  }
+  return merged
+}
+
+/**
+ * Runs `run(outer)` with `captured` merged over the caller's context `outer` (captured services
+ * win). `run` receives the caller's context so it can hand it back to a `next` it delegates to.
+ *
+ * @internal
+ */
+export const withCaptured = <A, E>(
+  captured: Context.Context<never>,
+  run: (outer: Context.Context<never>) => Effect.Effect<A, E, unknown>
+): Effect.Effect<A, E> =>
+  Effect.contextWithEffect((outer: Context.Context<never>) => {
+    const merged = mergeCached(outer, captured)
+    const effect = run(outer) as Effect.Effect<A, E, never>
+    return merged === outer ? effect : replaceContext(effect, merged)
+  })
+
+/**
+ * Runs `effect` with exactly `context` (no merge).
+ *
+ * @internal
+ */
+export const replaceContext = <A, E>(effect: Effect.Effect<A, E, unknown>, context: Context.Context<never>): Effect.Effect<A, E> =>
+  Effect.mapInputContext(effect as Effect.Effect<A, E, never>, () => context)
