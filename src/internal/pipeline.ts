@@ -890,6 +890,23 @@ const stateOf = (runtime: Runtime, handle: ToolRuntime.Execution): Effect.Effect
     ? Effect.succeed(handle)
     : Effect.die(new TypeError("execution handle does not belong to this runtime"))
 
+/**
+ * Staged steps without the envelope fiber, for callers inside this library that own the
+ * calls' cancellation themselves (the scheduler passes a batch signal it aborts on its own
+ * interruption, and runs the steps on fibers it owns). Keyed by the public service.
+ *
+ * @internal
+ */
+export const unguardedStaged = new WeakMap<ToolRuntime.Service, ToolRuntime.Service>()
+
+/**
+ * The envelope-free staged steps of `service` when it is this library's runtime, else
+ * `service` itself.
+ *
+ * @internal
+ */
+export const stagedOf = (service: ToolRuntime.Service): ToolRuntime.Service => unguardedStaged.get(service) ?? service
+
 /** @internal */
 export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.gen(function*() {
   const registry = yield* Registry.ToolRegistry
@@ -920,6 +937,15 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
     finalize: (handle, result) => staged(handle, (state) => finalizeIn(state, result)),
     finish: (handle, result) => staged(handle, (state) => finishIn(state, result))
   }
+  const direct = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
+    Effect.uninterruptible(Effect.flatMap(stateOf(runtime, handle), stage))
+  unguardedStaged.set(service, {
+    ...service,
+    prepare: (input) => Effect.uninterruptible(Effect.suspend(() => prepareIn(runtime, input, new PendingCaller()))),
+    dispatch: (handle) => direct(handle, dispatchIn),
+    finalize: (handle, result) => direct(handle, (state) => finalizeIn(state, result)),
+    finish: (handle, result) => direct(handle, (state) => finishIn(state, result))
+  })
   return service
 })
 

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import { setMaxListeners } from "node:events"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -23,6 +24,7 @@ import { ToolRegistry } from "../ToolRegistry.js"
 import type { Service as RegistryService } from "../ToolRegistry.js"
 import * as ToolResult from "../ToolResult.js"
 import { ToolRuntime } from "../ToolRuntime.js"
+import { stagedOf } from "./pipeline.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
 
 /**
@@ -481,6 +483,7 @@ export const runBatch = (
       (context) =>
         Effect.uninterruptibleMask((restore) => {
           const controller = new AbortController()
+          setMaxListeners(0, controller.signal) // every in-flight call of the batch listens to it
           const unlink = linkSignal(options?.signal, controller)
           return Effect.gen(function*() {
             const semaphore = yield* Effect.makeSemaphore(cap)
@@ -491,7 +494,7 @@ export const runBatch = (
               cap,
               controller.signal,
               onCommit,
-              Context.get(context, ToolRuntime),
+              stagedOf(Context.get(context, ToolRuntime)),
               Context.get(context, ToolRegistry),
               Context.get(context, ToolCallLog.ToolCallLog),
               semaphore,
