@@ -3,11 +3,12 @@
  * 0, 1 and 5 hooks at each of pre / around / post, next to running the same body Effect
  * directly in the same run; plus heap retained per 10,000 results and argument-size scaling.
  */
-import { Effect, Layer, ManagedRuntime, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, ManagedRuntime } from "effect"
+import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as Presets from "../layers/Presets.js"
-import { PostDecision } from "../src/Policy.js"
 import type { ToolDefinition } from "../src/Tool.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
+import * as ToolRuntimeModule from "../src/ToolRuntime.js"
 import { ToolRuntime } from "../src/ToolRuntime.js"
 import type { ToolResult } from "../src/ToolResult.js"
 
@@ -20,6 +21,25 @@ const noop: ToolDefinition<never> = {
   output: { schema: { type: "string" }, render: (_args, value) => [{ type: "text", text: value as string }] },
   execute: body
 }
+
+/** The runtime with no policy layers at all: "0 hooks" means zero. */
+const bare = ToolRuntimeModule.layer.pipe(Layer.provideMerge(InMemoryToolRegistry.layer))
+
+const awaitExit = <A>(fiber: Fiber.RuntimeFiber<A>): Effect.Effect<A> =>
+  Effect.async<A>((resume) => {
+    fiber.addObserver((exit: Exit.Exit<A>) => resume(exit))
+  })
+
+/** What one call costs in fibers alone: an awaited daemon (the envelope) forking an awaited body. */
+const twoFibers = Effect.forEach(
+  Array.from({ length: 5_000 }, (_, i) => i),
+  (i) =>
+    Effect.flatMap(
+      Effect.forkDaemon(Effect.flatMap(Effect.fork(Effect.interruptible(Effect.succeed(i))), awaitExit)),
+      awaitExit
+    ),
+  { discard: true }
+)
 
 const median = (xs: Array<number>) => {
   const s = [...xs].sort((a, b) => a - b)
@@ -56,7 +76,6 @@ export const run = async (): Promise<void> => {
   await direct.runPromise(directLoop)
   const baseline = await timeLoop("direct body Effect", N, ROUNDS, () => direct.runPromise(directLoop))
   console.log(`direct body Effect: ${baseline.us.toFixed(3)} µs/call`)
-  const rows: Array<{ label: string; us: number }> = []
   const configs: Array<[string, { pre: number; around: number; post: number }]> = [
     ["0 hooks", { pre: 0, around: 0, post: 0 }],
     ["1 pre", { pre: 1, around: 0, post: 0 }],
@@ -68,22 +87,35 @@ export const run = async (): Promise<void> => {
     ["1 each", { pre: 1, around: 1, post: 1 }],
     ["5 each", { pre: 5, around: 5, post: 5 }]
   ]
-  for (const [label, hooks] of configs) {
-    const rt = ManagedRuntime.make(setup(hooks).pipe(Layer.provideMerge(Presets.layerDefault)))
+  const runtimes = [...configs, ["0 hooks, default preset (timeout policy on)", { pre: 0, around: 0, post: 0 }] as const]
+    .map(([label, hooks]) => {
+    const rt = ManagedRuntime.make(setup(hooks).pipe(Layer.provideMerge(label.startsWith("0 hooks,") ? Presets.layerDefault : bare)))
     const loop = Effect.flatMap(ToolRuntime, (tools) =>
       Effect.forEach(
         Array.from({ length: N }, (_, i) => i),
         (i) => tools.execute({ callId: `c${i}`, name: "noop", arguments: { text: `t${i}` } }),
         { discard: true }
       ))
-    await rt.runPromise(loop)
-    const row = await timeLoop(label, N, ROUNDS, () => rt.runPromise(loop))
-    rows.push(row)
-    await rt.dispose()
+    return { label, rt, loop }
+  })
+  for (const { loop, rt } of runtimes) await rt.runPromise(loop)
+  const samples = runtimes.map(() => [] as Array<number>)
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [index, { loop, rt }] of runtimes.entries()) {
+      const start = performance.now()
+      await rt.runPromise(loop)
+      samples[index]!.push(((performance.now() - start) * 1000) / N)
+    }
   }
+  const rows = runtimes.map(({ label }, index) => ({ label, us: median(samples[index]!) }))
+  for (const { rt } of runtimes) await rt.dispose()
+  const fibers = await timeLoop("two fibers", N, ROUNDS, () => direct.runPromise(twoFibers))
+  console.log(
+    `floor: the same loop forking an awaited daemon fiber and a body fiber per item: ${fibers.us.toFixed(3)} µs/item`
+  )
   const zero = rows[0]!.us
   for (const row of rows) {
-    const hooks = row.label === "0 hooks" ? 0 : Number(row.label.split(" ")[0]) * (row.label.endsWith("each") ? 3 : 1)
+    const hooks = row.label.startsWith("0 hooks") ? 0 : Number(row.label.split(" ")[0]) * (row.label.endsWith("each") ? 3 : 1)
     const perHook = hooks === 0 ? "" : `  (+${((row.us - zero) / hooks).toFixed(3)} µs/hook)`
     console.log(
       `${row.label.padEnd(10)} ${row.us.toFixed(3)} µs/call  ×${(row.us / baseline.us).toFixed(1)} direct${perHook}`
@@ -128,6 +160,4 @@ export const run = async (): Promise<void> => {
   )
   await rt.dispose()
   await direct.dispose()
-  void Scope
-  void PostDecision
 }

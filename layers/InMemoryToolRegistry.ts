@@ -48,7 +48,7 @@ import type {
 import * as checks from "./internal/registryChecks.js"
 import * as state_ from "./internal/registryState.js"
 import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registryState.js"
-import { replaceContext, withCaptured } from "../src/internal/context.js"
+import { withCaptured } from "../src/internal/context.js"
 
 /**
  * @since 0.1.0
@@ -351,7 +351,7 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
     ): Effect.Effect<void, never, Scope.Scope | R> =>
       Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: PreExecuteHook<unknown> = (exec, next) =>
-          withCaptured(context, (outer) => hook(exec, replaceContext(next, outer)))
+          withCaptured(context, (restore) => hook(exec, restore(next)))
         return addHook(state.hooks.preExecute, wrapped, options)
       })
 
@@ -361,7 +361,7 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
     ): Effect.Effect<void, never, Scope.Scope | R> =>
       Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: AroundHook<unknown> = (exec, next) =>
-          withCaptured(context, (outer) => hook(exec, replaceContext(next, outer)))
+          withCaptured(context, (restore) => hook(exec, restore(next)))
         return addHook(state.hooks.aroundExecute, wrapped, options)
       })
 
@@ -371,7 +371,7 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
     ): Effect.Effect<void, never, Scope.Scope | R> =>
       Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: PostExecuteHook<unknown> = (exec, result, next) =>
-          withCaptured(context, (outer) => hook(exec, result, replaceContext(next, outer)))
+          withCaptured(context, (restore) => hook(exec, result, restore(next)))
         return addHook(state.hooks.postExecute, wrapped, options)
       })
 

@@ -33,20 +33,23 @@ export const mergeCached = (outer: Context.Context<never>, captured: Context.Con
 }
 
 /**
- * Runs `run(outer)` with `captured` merged over the caller's context `outer` (captured services
- * win). `run` receives the caller's context so it can hand it back to a `next` it delegates to.
+ * Runs `run(restore)` with `captured` merged over the caller's context (captured services
+ * win). `restore` hands an Effect back to the caller's context (for a `next` the user code
+ * delegates to); when the captured services add nothing, nothing is switched.
  *
  * @internal
  */
 export const withCaptured = <A, E>(
   captured: Context.Context<never>,
-  run: (outer: Context.Context<never>) => Effect.Effect<A, E, unknown>
+  run: (restore: <B, F>(effect: Effect.Effect<B, F>) => Effect.Effect<B, F>) => Effect.Effect<A, E, unknown>
 ): Effect.Effect<A, E> =>
   Effect.contextWithEffect((outer: Context.Context<never>) => {
     const merged = mergeCached(outer, captured)
-    const effect = run(outer) as Effect.Effect<A, E, never>
-    return merged === outer ? effect : replaceContext(effect, merged)
+    if (merged === outer) return run(identity) as Effect.Effect<A, E>
+    return replaceContext(run((effect) => replaceContext(effect, outer)), merged)
   })
+
+const identity = <B, F>(effect: Effect.Effect<B, F>): Effect.Effect<B, F> => effect
 
 /**
  * Runs `effect` with exactly `context` (no merge).

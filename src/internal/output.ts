@@ -87,7 +87,7 @@ export const createSuccess = (
   const args = exec.arguments as JsonValue
   const rendered = projection(toolName, "output.render", () => definition.output.render(args, value))
   if (!rendered.ok) return rendered
-  const content = Content.check(rendered.value)
+  const content = Content.checkShape(rendered.value)
   if (content._tag === "Invalid") {
     return fail(new ToolOutputError({ toolName, violations: [`output.render returned invalid content: ${content.reason}`] }))
   }

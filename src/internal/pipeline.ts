@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Approval from "../Approval.js"
 import * as Content from "../Content.js"
 import type { UserMessage } from "../Content.js"
+import type { UserMessageInput } from "../Content.js"
 import type { AgentId, DispatchExecution, ExecuteInput, RunContext, ToolExecution } from "../Execution.js"
 import * as IdGenerator from "../IdGenerator.js"
 import * as Json from "../Json.js"
@@ -119,6 +120,42 @@ const callbackOf = (
   return typeof fn === "function" ? (exec, result) => fn.call(definition, exec, result) : undefined
 }
 
+/** The read-only execution: frozen at creation (D-4); `signal` is the caller's, made on first read. */
+class ExecutionView implements ToolExecution {
+  declare readonly token: symbol
+  declare readonly callId: string
+  declare readonly rootCallId: string
+  declare readonly name: string
+  declare readonly agent?: AgentId
+  declare readonly parent?: symbol
+  declare readonly arguments: JsonValue | undefined
+  readonly #caller: Caller
+  constructor(
+    token: symbol,
+    callId: string,
+    rootCallId: string,
+    name: string,
+    agent: AgentId | undefined,
+    parent: symbol | undefined,
+    args: JsonValue | undefined,
+    caller: Caller
+  ) {
+    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+    self.token = token
+    self.callId = callId
+    self.rootCallId = rootCallId
+    self.name = name
+    if (agent !== undefined) self.agent = agent
+    if (parent !== undefined) self.parent = parent
+    self.arguments = args
+    this.#caller = caller
+    Object.freeze(this)
+  }
+  get signal(): AbortSignal {
+    return this.#caller.signal
+  }
+}
+
 const makeExecution = (
   token: symbol,
   callId: string,
@@ -128,21 +165,7 @@ const makeExecution = (
   parent: symbol | undefined,
   args: JsonValue | undefined,
   caller: Caller
-): ToolExecution => {
-  const exec: { -readonly [K in keyof ToolExecution]: ToolExecution[K] } = {
-    token,
-    callId,
-    rootCallId,
-    name,
-    arguments: args,
-    get signal() {
-      return caller.signal
-    }
-  }
-  if (agent !== undefined) exec.agent = agent
-  if (parent !== undefined) exec.parent = parent
-  return Object.freeze(exec)
-}
+): ToolExecution => new ExecutionView(token, callId, rootCallId, name, agent, parent, args, caller)
 
 const create = (runtime: Runtime, input: ExecuteInput, setCaller: (caller: Caller) => void): ToolRuntime.Prepared | State => {
   let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
@@ -450,30 +473,45 @@ class DispatchView implements DispatchExecution {
   }
 }
 
-const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext => {
-  const exec = state.execution
-  const context: { -readonly [K in keyof RunContext]: RunContext[K] } = {
-    token: exec.token,
-    callId: exec.callId,
-    rootCallId: exec.rootCallId,
-    name: exec.name,
-    arguments: exec.arguments,
-    get signal() {
-      return cancellation.signal()
-    },
-    deferContext: (message: unknown) => {
+/** The body's view (D-4): the execution's identity, the body's signal, deferral and conclusion. */
+class BodyContext implements RunContext {
+  declare readonly token: symbol
+  declare readonly callId: string
+  declare readonly rootCallId: string
+  declare readonly name: string
+  declare readonly agent?: AgentId
+  declare readonly parent?: symbol
+  declare readonly arguments: JsonValue | undefined
+  readonly #cancellation: BodyCancellation
+  readonly deferContext: (message: UserMessageInput) => void
+  readonly concludeTurn: () => void
+  constructor(state: State, cancellation: BodyCancellation) {
+    const exec = state.execution
+    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+    self.token = exec.token
+    self.callId = exec.callId
+    self.rootCallId = exec.rootCallId
+    self.name = exec.name
+    if (exec.agent !== undefined) self.agent = exec.agent
+    if (exec.parent !== undefined) self.parent = exec.parent
+    self.arguments = exec.arguments
+    this.#cancellation = cancellation
+    this.deferContext = (message) => {
       const checked = Content.checkUserMessage(message, state.runtime.ids.next)
       if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
       state.deferred.push(checked.value)
-    },
-    concludeTurn: () => {
+    }
+    this.concludeTurn = () => {
       state.concluded = true
     }
+    Object.freeze(this)
   }
-  if (exec.agent !== undefined) context.agent = exec.agent
-  if (exec.parent !== undefined) context.parent = exec.parent
-  return Object.freeze(context)
+  get signal(): AbortSignal {
+    return this.#cancellation.signal()
+  }
 }
+
+const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext => new BodyContext(state, cancellation)
 
 const invokeBody = (
   definition: Registry.RegisteredTool["definition"],
