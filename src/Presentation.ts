@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type { Content } from "./Content.js"
+import * as internalArguments from "./internal/arguments.js"
 import * as internal from "./internal/presentation.js"
 import type { JsonValue } from "./Json.js"
 import type * as Tool from "./Tool.js"
@@ -181,7 +182,7 @@ export interface LiveCall {
  * @since 0.1.0
  * @category constructors
  */
-export const parseArguments: (raw: string) => unknown = internal.parseArguments
+export const parseArguments: (raw: string) => unknown = internalArguments.parseArguments
 
 /**
  * The durable projection of a result handed to `presentResult`: `content`, `isError` and `meta`

@@ -14,6 +14,7 @@ import * as Stream from "effect/Stream"
 import * as Take from "effect/Take"
 import type { UserMessage } from "./Content.js"
 import type { AgentId } from "./Execution.js"
+import * as internalArguments from "./internal/arguments.js"
 import * as internal from "./internal/scheduler.js"
 import { ToolCallLogError } from "./ToolCallLog.js"
 import type { ToolCallLog } from "./ToolCallLog.js"
@@ -171,7 +172,7 @@ export const isValidMaxParallel: (value: unknown) => value is number = internal.
  * @since 0.1.0
  * @category constructors
  */
-export const parseArguments: (raw: string) => unknown = internal.parseArguments
+export const parseArguments: (raw: string) => unknown = internalArguments.parseArguments
 
 const fromFailure = (failure: internal.LogFailure): SchedulerError => new SchedulerError(failure)
 

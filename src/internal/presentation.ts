@@ -11,19 +11,10 @@ import type {
 import type * as Tool from "../Tool.js"
 import type { LogRecord } from "../ToolCallLog.js"
 import type { ToolResult } from "../ToolResult.js"
+import { parseArguments } from "./arguments.js"
 
 const CALL_CARDS: ReadonlySet<unknown> = new Set(["generic", "terminal", "diff"])
 const RESULT_CARDS: ReadonlySet<unknown> = new Set(["generic", "terminal", "diff", "search", "read", "web"])
-
-/** @internal */
-export const parseArguments = (raw: string): unknown => {
-  if (raw === "") return {}
-  try {
-    return JSON.parse(raw)
-  } catch {
-    return raw
-  }
-}
 
 /** @internal */
 export const projectResult = (result: ToolResult): ResultProjection =>

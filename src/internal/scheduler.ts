@@ -24,6 +24,7 @@ import { ToolRegistry } from "../ToolRegistry.js"
 import type { Service as RegistryService } from "../ToolRegistry.js"
 import * as ToolResult from "../ToolResult.js"
 import { ToolRuntime } from "../ToolRuntime.js"
+import { parseArguments } from "./arguments.js"
 import { stagedOf } from "./pipeline.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
 
@@ -48,20 +49,6 @@ export const MAX_PARALLEL_MESSAGE = "maxParallelToolCalls must be a positive int
 /** @internal */
 export const isValidMaxParallel = (value: unknown): value is number =>
   typeof value === "number" && Number.isInteger(value) && value > 0
-
-/**
- * SCHED-1: `""` → `{}`; text that is not valid JSON → the text itself.
- *
- * @internal
- */
-export const parseArguments = (raw: string): unknown => {
-  if (raw === "") return {}
-  try {
-    return JSON.parse(raw)
-  } catch {
-    return raw
-  }
-}
 
 /**
  * Test probe: told, right before the driver blocks, which calls are in flight.
