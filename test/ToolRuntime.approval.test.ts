@@ -7,7 +7,6 @@ import * as ApprovalLayers from "../layers/Approval.js"
 import * as Presets from "../layers/Presets.js"
 import type { Approval, ApprovalOutcome } from "../src/Approval.js"
 import { PreDecision } from "../src/Policy.js"
-import { ToolRegistry } from "../src/ToolRegistry.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import {
   ABORTED_BEFORE_DISPATCH,
@@ -15,33 +14,22 @@ import {
   echoed,
   errorResult,
   execute,
-  instrument,
-  instrumentInto,
   isPending,
   layerNoApproval,
   layerWithApproval,
   makeProbe,
   type Probe,
-  probeTool
+  setupWith
 } from "./fixtures/runtime.js"
 
-const asking = (probe: Probe, reason?: string) =>
-  Effect.gen(function*() {
-    yield* instrumentInto(probe)
-    const tools = yield* ToolRegistry
-    yield* tools.register(probeTool(probe))
-    yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask(reason === undefined ? {} : { reason })))
-    return tools
-  })
+/** {@link setupWith} plus a global pre-execute hook that asks for approval. */
+const askingWith = (probe: Probe, reason?: string) =>
+  Effect.tap(setupWith(probe), ({ tools }) =>
+    tools.onPreExecute(() => Effect.succeed(PreDecision.Ask(reason === undefined ? {} : { reason }))))
 
-const askSetup = (reason?: string) =>
-  Effect.gen(function*() {
-    const probe = yield* instrument
-    const tools = yield* ToolRegistry
-    yield* tools.register(probeTool(probe))
-    yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask(reason === undefined ? {} : { reason })))
-    return { probe, tools }
-  })
+const asking = (probe: Probe, reason?: string) => Effect.map(askingWith(probe, reason), ({ tools }) => tools)
+
+const askSetup = (reason?: string) => Effect.suspend(() => askingWith(makeProbe(), reason))
 
 describe("APPR-1 / APPR-2 (no service, no agent)", () => {
   it.scoped("APPR-1 / T-PRE-003: without an approval service, ask is denied with its reason; never auto-allowed", () =>

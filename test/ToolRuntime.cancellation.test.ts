@@ -21,6 +21,8 @@ import {
   isPending,
   message,
   probeTool,
+  setup,
+  setupTool,
   signalDone,
   stubbornBody,
   text,
@@ -206,9 +208,7 @@ describe("D-14 (interrupting the calling fiber is the caller's abort)", () => {
 
   it.scoped("D-14: a pre hook is not cut in half by the interruption; the outcome is ABORTED_BEFORE_DISPATCH", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe))
+      const { probe, tools } = yield* setup
       const entered = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const hook: Array<string> = []
@@ -235,9 +235,7 @@ describe("D-14 (interrupting the calling fiber is the caller's abort)", () => {
 
   it.scoped("D-14: a post hook is not cut in half; a success after post becomes ABORTED", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe))
+      const { probe, tools } = yield* setup
       const entered = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       yield* tools.onPostExecute((_exec, _result, next) =>
@@ -259,9 +257,7 @@ describe("D-14 (interrupting the calling fiber is the caller's abort)", () => {
 
   it.scoped("D-14: a denial decided while the fiber is being interrupted is kept", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe))
+      const { probe, tools } = yield* setup
       const entered = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       yield* tools.onPreExecute(() =>
@@ -282,9 +278,7 @@ describe("D-14 (interrupting the calling fiber is the caller's abort)", () => {
 
   it.scoped("D-15: execute never fails; a blocked, interrupted or failing call still yields exactly one result", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe, { execute: () => Effect.die("boom") }))
+      const { probe, tools } = yield* setupTool({ execute: () => Effect.die("boom") })
       yield* tools.onPostExecute(() => Effect.succeed(PostDecision.Accept({})))
       const exit = yield* Effect.exit(execute({ callId: "c1", name: "echo", arguments: {} }))
       assert.isTrue(Exit.isSuccess(exit))

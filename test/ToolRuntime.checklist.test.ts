@@ -19,11 +19,11 @@ import {
   echoed,
   errorResult,
   execute,
-  info,
   isPending,
   layerNoApproval,
   layerWithApproval,
   message,
+  outputError,
   stubbornBody,
   text,
   timedOut,
@@ -67,13 +67,7 @@ describe("§8.13 contract checklist", () => {
       yield* tools.register(echo({ execute: () => Effect.succeed({ not: "a string" }) }))
       yield* tools.onResult((_exec, result) => Effect.sync(() => observed.push(result)))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(
-        result,
-        errorResult(
-          "tool \"echo\" returned invalid output: \"value\" must be a string",
-          info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-        )
-      )
+      assert.deepStrictEqual(result, outputError("echo", "\"value\" must be a string"))
       assert.deepStrictEqual(observed, [result])
     }).pipe(Effect.provide(Presets.layerTest())))
 

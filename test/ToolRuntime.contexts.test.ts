@@ -22,6 +22,7 @@ import {
   execute,
   info,
   message,
+  outputError,
   registerScoped,
   text,
   timedOut,
@@ -222,16 +223,7 @@ describe("CTX-3 (survival matrix, with D-13)", () => {
         Effect.as(next, { isError: false, value: 42, content: [] } as unknown as ToolResult)
       )
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(
-        result,
-        withContexts(
-          errorResult(
-            "tool \"echo\" returned invalid output: \"value\" must be a string",
-            info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-          ),
-          BODY
-        )
-      )
+      assert.deepStrictEqual(result, withContexts(outputError("echo", "\"value\" must be a string"), BODY))
     }).pipe(Effect.provide(Presets.layerTest())))
 
   it.scoped("CTX-3 row (D-13): post listener throws → kept", () =>

@@ -13,6 +13,7 @@ import * as ToolRuntime from "../src/ToolRuntime.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import {
   ABORTED,
+  aborted,
   ABORTED_BEFORE_DISPATCH,
   answer,
   ARGS_NOT_LOSSLESS,
@@ -34,22 +35,10 @@ import {
   probeTool,
   rawTool,
   registerScoped,
+  setup,
   text,
   transport
 } from "./fixtures/runtime.js"
-
-const setup = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  return { probe, tools }
-})
-
-const aborted = () => {
-  const controller = new AbortController()
-  controller.abort()
-  return controller.signal
-}
 
 const INVALID_PARENT = errorResult(
   "tool \"echo\" was called with an invalid parent: a parent must be the token of a running execution of this runtime",
@@ -156,9 +145,7 @@ describe("CREATE-1 (identity capture)", () => {
 
   it.scoped("T-EXEC-006: every input field is read once; the observation carries the first-read values", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe))
+      const { probe, tools } = yield* setup
       const scopedSeen: Array<ToolExecution> = []
       yield* tools.onResult((exec) => Effect.sync(() => scopedSeen.push(exec)), { agent: "first" })
       const reads: Record<string, number> = {}

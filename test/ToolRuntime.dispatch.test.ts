@@ -26,22 +26,15 @@ import {
   isDeepFrozen,
   isPending,
   message,
+  outputError,
   probeTool,
   rawTool,
   registerScoped,
+  setup,
+  setupTool,
   text,
   withContexts
 } from "./fixtures/runtime.js"
-
-const setup = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  return { probe, tools }
-})
-
-const outputError = (tool: string, violation: string) =>
-  errorResult(`tool "${tool}" returned invalid output: ${violation}`, info("ToolOutputError", "INVALID_TOOL_OUTPUT"))
 
 describe("AROUND (wrappers)", () => {
   it.scoped("T-AROUND-001: next resolves to the normalized body error (it does not fail)", () =>
@@ -87,11 +80,7 @@ describe("AROUND (wrappers)", () => {
       const { tools } = yield* setup
       yield* tools.onExecute(() => Effect.die(new Error("wrapper broke")))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(result, {
-        content: text("Error: wrapper broke"),
-        error: { message: "wrapper broke" },
-        isError: true
-      })
+      assert.deepStrictEqual(result, errorResult("wrapper broke"))
     }).pipe(Effect.provide(Presets.layerTest())))
 
   it.scoped("AROUND-5/6: a copied canonical success is re-processed; the wrapper cannot change success content", () =>
@@ -405,9 +394,7 @@ describe("OUT (canonical output)", () => {
 
   it.scoped("T-OUT-003: non-lossless meta is INVALID_TOOL_OUTPUT (post sees it, observers see isError)", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe, withMeta(() => (() => 1) as unknown as JsonValue)))
+      const { probe } = yield* setupTool(withMeta(() => (() => 1) as unknown as JsonValue))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
       const expected = outputError("echo", "output.presentationMeta returned non-lossless JSON")
       assert.deepStrictEqual(result, expected)

@@ -24,26 +24,20 @@ import {
   instrumentInto,
   layerCode,
   makeProbe,
+  outputError,
   type Probe,
   probeTool,
   registerScoped,
+  setup,
+  setupTool,
   text,
   timedOut,
   unknownTool
 } from "./fixtures/runtime.js"
 
-const setup = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  return { probe, tools }
-})
-
 const throwing = (thrown: unknown) =>
   Effect.gen(function*() {
-    const probe = yield* instrument
-    const tools = yield* ToolRegistry
-    yield* tools.register(probeTool(probe, { execute: () => Effect.fail(thrown) }))
+    const { probe } = yield* setupTool({ execute: () => Effect.fail(thrown) })
     const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
     assert.deepStrictEqual(probe.postSeen, [result])
     return result
@@ -127,9 +121,7 @@ describe("ERR-1 (thrown value → error result)", () => {
   for (const [how, body] of hostileBodies) {
     it.scopedLive(`ERR-1: a hostile proxy thrown by ${how} is \`<unprintable thrown value>\` and the call resolves (T-BODY-003)`, () =>
       Effect.gen(function*() {
-        const probe = yield* instrument
-        const tools = yield* ToolRegistry
-        yield* tools.register(probeTool(probe, { execute: body as never }))
+        const { probe } = yield* setupTool({ execute: body as never })
         const result = yield* bounded(execute({ callId: "c1", name: "echo", arguments: {} }))
         assert.deepStrictEqual(result, errorResult("<unprintable thrown value>"))
         assert.strictEqual(probe.count("observe"), 1)
@@ -156,9 +148,7 @@ describe("ERR-1 (thrown value → error result)", () => {
 
   it.scoped("ERR-1: a defect (Effect.die) and a synchronous throw from execute are normalized alike", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe, { execute: () => Effect.die(new Error("died")) }))
+      const { probe, tools } = yield* setupTool({ execute: () => Effect.die(new Error("died")) })
       yield* tools.register(probeTool(probe, {
         name: "sync",
         execute: () => {
@@ -175,9 +165,7 @@ describe("ERR-1 (thrown value → error result)", () => {
 
   it.scoped("ERR-1: a body interrupted by its own Effect.interrupt without cancellation → `tool body was interrupted`", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe, { execute: () => Effect.interrupt }))
+      const { probe } = yield* setupTool({ execute: () => Effect.interrupt })
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
       assert.deepStrictEqual(result, errorResult("tool body was interrupted"))
       assert.deepStrictEqual(probe.postSeen, [result])
@@ -187,9 +175,7 @@ describe("ERR-1 (thrown value → error result)", () => {
 describe("ERR-6 (codes by producing stage)", () => {
   it.scoped("ERR-6: UNKNOWN_TOOL with route — Code Mode collapse — final (no post)", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe))
+      const { probe, tools } = yield* setup
       yield* tools.presentAs("code", { agent: "coder" })
       const result = yield* execute({ callId: "c1", name: "echo", agent: "coder", arguments: {} })
       assert.deepStrictEqual(result, errorResult(collapsedRoute("echo"), info("ToolNotFoundError", "UNKNOWN_TOOL")))
@@ -265,14 +251,9 @@ describe("ERR-6 (codes by producing stage)", () => {
 
   it.scoped("ERR-6: INVALID_TOOL_OUTPUT — body value — post runs (T-OUT-004, T-LAB-S02)", () =>
     Effect.gen(function*() {
-      const probe = yield* instrument
-      const tools = yield* ToolRegistry
-      yield* tools.register(probeTool(probe, { execute: () => Effect.succeed(42) }))
+      const { probe } = yield* setupTool({ execute: () => Effect.succeed(42) })
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      const expected = errorResult(
-        "tool \"echo\" returned invalid output: \"value\" must be a string",
-        info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-      )
+      const expected = outputError("echo", "\"value\" must be a string")
       assert.deepStrictEqual(result, expected)
       assert.deepStrictEqual(probe.postSeen, [expected])
     }).pipe(Effect.provide(Presets.layerTest())))
@@ -282,13 +263,7 @@ describe("ERR-6 (codes by producing stage)", () => {
       const { probe, tools } = yield* setup
       yield* tools.onExecute(() => Effect.succeed({ isError: false, value: [1], content: [] } as unknown as ToolResult))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(
-        result,
-        errorResult(
-          "tool \"echo\" returned invalid output: \"value\" must be a string",
-          info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-        )
-      )
+      assert.deepStrictEqual(result, outputError("echo", "\"value\" must be a string"))
       assert.strictEqual(probe.count("post"), 0)
     }).pipe(Effect.provide(Presets.layerTest())))
 
@@ -297,13 +272,7 @@ describe("ERR-6 (codes by producing stage)", () => {
       const { probe, tools } = yield* setup
       yield* tools.onPostExecute(() => Effect.succeed(PostDecision.Accept({ value: 1 })))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(
-        result,
-        errorResult(
-          "tool \"echo\" returned invalid output: \"value\" must be a string",
-          info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-        )
-      )
+      assert.deepStrictEqual(result, outputError("echo", "\"value\" must be a string"))
       assert.strictEqual(probe.count("fin"), 1)
     }).pipe(Effect.provide(Presets.layerTest())))
 

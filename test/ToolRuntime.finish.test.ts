@@ -106,11 +106,7 @@ describe("FIN (materialization and the content finalizer)", () => {
         }
       }))
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {} })
-      assert.deepStrictEqual(result, {
-        content: text("Error: finalizer violated its total contract"),
-        isError: true,
-        error: { message: "finalizer violated its total contract" }
-      })
+      assert.deepStrictEqual(result, errorResult("finalizer violated its total contract"))
       assert.strictEqual(calls, 1)
     }).pipe(Effect.provide(Presets.layerTest())))
 

@@ -18,20 +18,13 @@ import {
   errorResult,
   execute,
   info,
-  instrument,
   isPending,
   makeProbe,
   probeTool,
   rawTool,
+  setup,
   text
 } from "./fixtures/runtime.js"
-
-const setup = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  return { probe, tools }
-})
 
 const malformedPre = (json: string) => errorResult(`tools/pre-execute returned a malformed decision: ${json}`)
 

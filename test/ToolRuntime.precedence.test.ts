@@ -4,6 +4,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Scope } from "effect"
 import * as Presets from "../layers/Presets.js"
+import type { ApprovalOutcome } from "../src/Approval.js"
 import { PostDecision, PreDecision } from "../src/Policy.js"
 import { defineTool } from "../src/Tool.js"
 import { HarnessError } from "../src/ToolError.js"
@@ -12,6 +13,7 @@ import type { ToolResult } from "../src/ToolResult.js"
 import * as ToolResultModule from "../src/ToolResult.js"
 import {
   ABORTED,
+  aborted,
   ABORTED_BEFORE_DISPATCH,
   answer,
   ARGS_NOT_LOSSLESS,
@@ -23,13 +25,15 @@ import {
   execute,
   info,
   instrument,
-  instrumentInto,
   layerCode,
   makeProbe,
   message,
+  outputError,
   type Probe,
   probeTool,
   registerScoped,
+  setup,
+  setupWith,
   signalDone,
   text,
   timedOut,
@@ -37,42 +41,38 @@ import {
   withContexts
 } from "./fixtures/runtime.js"
 
-const setup = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  return { probe, tools }
-})
-
-const setupWith = (probe: Probe) =>
-  Effect.gen(function*() {
-    yield* instrumentInto(probe)
-    const tools = yield* ToolRegistry
-    yield* tools.register(probeTool(probe))
-    return { probe, tools }
-  })
-
-const aborted = () => {
-  const controller = new AbortController()
-  controller.abort()
-  return controller.signal
-}
-
 /** The single observation equals the returned result by identity (EXEC-2). */
 const assertObservedOnce = (probe: Probe, result: ToolResult) => {
   assert.strictEqual(probe.observed.length, 1)
   assert.strictEqual(probe.observed[0]!.result, result)
 }
 
+/**
+ * `echo` for agent `a` behind an approval ask whose answer first aborts the caller, then gives
+ * `outcome`; `check` sees the probe and the result (inside the test layer).
+ */
+const askWhileAborting = (
+  outcome: ApprovalOutcome,
+  ask: { readonly reason?: string },
+  check: (probe: Probe, result: ToolResult) => void
+) => {
+  const probe = makeProbe()
+  const controller = new AbortController()
+  const answered = Effect.sync(() => {
+    controller.abort()
+    return outcome
+  })
+  return Effect.gen(function*() {
+    const { tools } = yield* setupWith(probe)
+    yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask(ask)))
+    const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: {}, signal: controller.signal })
+    check(probe, result)
+  }).pipe(Effect.provide(Presets.layerTest([answer(probe, answered)])))
+}
+
 const codeAgent = "coder"
 
-const setupCode = Effect.gen(function*() {
-  const probe = yield* instrument
-  const tools = yield* ToolRegistry
-  yield* tools.register(probeTool(probe))
-  yield* tools.presentAs("code", { agent: codeAgent })
-  return { probe, tools }
-})
+const setupCode = Effect.tap(setup, ({ tools }) => tools.presentAs("code", { agent: codeAgent }))
 
 describe("PREC-1 (precedence, highest first)", () => {
   it.scoped("PREC-1 row 1: argument materialization failure wins even when the caller already aborted", () =>
@@ -160,50 +160,18 @@ describe("PREC-1 (precedence, highest first)", () => {
       assert.deepStrictEqual(probe.log, ["pre", "guard", "fin", "observe"])
     }).pipe(Effect.provide(Presets.layerTest())))
 
-  it.scoped("PREC-1 row 4: an approval outcome outside the vocabulary after the caller aborted is a final error", () => {
-    const probe = makeProbe()
-    const controller = new AbortController()
-    const rogue = Effect.sync(() => {
-      controller.abort()
-      return "maybe" as never
-    })
-    return Effect.gen(function*() {
-      const { tools } = yield* setupWith(probe)
-      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({})))
-      const result = yield* execute({
-        callId: "c1",
-        name: "echo",
-        agent: "a",
-        arguments: {},
-        signal: controller.signal
-      })
+  it.scoped("PREC-1 row 4: an approval outcome outside the vocabulary after the caller aborted is a final error", () =>
+    askWhileAborting("maybe" as never, {}, (probe, result) => {
       assert.deepStrictEqual(result, errorResult("unreachable variant in ApprovalOutcome: \"maybe\""))
       assert.deepStrictEqual(probe.log, ["pre", "approval", "fin", "observe"])
-    }).pipe(Effect.provide(Presets.layerTest([answer(probe, rogue)])))
-  })
+    }))
 
-  it.scoped("PREC-1 row 5: approval `cancelled` with the caller aborted → ABORTED_BEFORE_DISPATCH post-result", () => {
-    const probe = makeProbe()
-    const controller = new AbortController()
-    const cancelled = Effect.sync(() => {
-      controller.abort()
-      return "cancelled" as const
-    })
-    return Effect.gen(function*() {
-      const { tools } = yield* setupWith(probe)
-      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({ reason: "check" })))
-      const result = yield* execute({
-        callId: "c1",
-        name: "echo",
-        agent: "a",
-        arguments: {},
-        signal: controller.signal
-      })
+  it.scoped("PREC-1 row 5: approval `cancelled` with the caller aborted → ABORTED_BEFORE_DISPATCH post-result", () =>
+    askWhileAborting("cancelled", { reason: "check" }, (probe, result) => {
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
       assert.deepStrictEqual(probe.log, ["pre", "approval", "post", "fin", "observe"])
       assert.deepStrictEqual(probe.postSeen, [ABORTED_BEFORE_DISPATCH])
-    }).pipe(Effect.provide(Presets.layerTest([answer(probe, cancelled)])))
-  })
+    }))
 
   it.scoped("PREC-1 row 6: a pre-execute denial beats a caller cancellation during the pre stage", () =>
     Effect.gen(function*() {
@@ -220,27 +188,11 @@ describe("PREC-1 (precedence, highest first)", () => {
       assert.deepStrictEqual(probe.log, ["pre", "post", "fin", "observe"])
     }).pipe(Effect.provide(Presets.layerTest())))
 
-  it.scoped("PREC-1 row 6: an approval rejection stays a denial even though the caller aborted", () => {
-    const probe = makeProbe()
-    const controller = new AbortController()
-    const rejected = Effect.sync(() => {
-      controller.abort()
-      return "rejected" as const
-    })
-    return Effect.gen(function*() {
-      const { tools } = yield* setupWith(probe)
-      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({})))
-      const result = yield* execute({
-        callId: "c1",
-        name: "echo",
-        agent: "a",
-        arguments: {},
-        signal: controller.signal
-      })
+  it.scoped("PREC-1 row 6: an approval rejection stays a denial even though the caller aborted", () =>
+    askWhileAborting("rejected", {}, (probe, result) => {
       assert.deepStrictEqual(result, errorResult("the user rejected tool \"echo\""))
       assert.deepStrictEqual(probe.log, ["pre", "approval", "post", "fin", "observe"])
-    }).pipe(Effect.provide(Presets.layerTest([answer(probe, rejected)])))
-  })
+    }))
 
   it.scoped("PREC-1 row 6: a guard denial beats a caller cancellation", () =>
     Effect.gen(function*() {
@@ -292,13 +244,7 @@ describe("PREC-1 (precedence, highest first)", () => {
         })
       )
       const result = yield* execute({ callId: "c1", name: "echo", arguments: {}, signal: controller.signal })
-      assert.deepStrictEqual(
-        result,
-        errorResult(
-          "tool \"echo\" returned invalid output: \"value\" must be a string",
-          info("ToolOutputError", "INVALID_TOOL_OUTPUT")
-        )
-      )
+      assert.deepStrictEqual(result, outputError("echo", "\"value\" must be a string"))
       assert.deepStrictEqual(probe.log, ["pre", "guard", "around", "fin", "observe"])
     }).pipe(Effect.provide(Presets.layerTest())))
 
@@ -635,27 +581,11 @@ describe("PREC-2 (stage matrix)", () => {
       assertObservedOnce(probe, result)
     }).pipe(Effect.provide(Presets.layerTest())))
 
-  it.scoped("PREC-2 aborted during gate with ask: pre, approval, guards, post, finalizer, notification", () => {
-    const probe = makeProbe()
-    const controller = new AbortController()
-    const granted = Effect.sync(() => {
-      controller.abort()
-      return "allowed-once" as const
-    })
-    return Effect.gen(function*() {
-      const { tools } = yield* setupWith(probe)
-      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({})))
-      const result = yield* execute({
-        callId: "c1",
-        name: "echo",
-        agent: "a",
-        arguments: {},
-        signal: controller.signal
-      })
+  it.scoped("PREC-2 aborted during gate with ask: pre, approval, guards, post, finalizer, notification", () =>
+    askWhileAborting("allowed-once", {}, (probe, result) => {
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
       assert.deepStrictEqual(probe.log, ["pre", "approval", "guard", "post", "fin", "observe"])
-    }).pipe(Effect.provide(Presets.layerTest([answer(probe, granted)])))
-  })
+    }))
 
   it.scoped("PREC-2 wrapper short-circuit: pre, guards, around, post, finalizer, notification (no body)", () =>
     Effect.gen(function*() {
