@@ -1,0 +1,205 @@
+/**
+ * Body dispatch (BODY-1…7) and around-dispatch (AROUND-1…8).
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as Option from "effect/Option"
+import type { RunContext } from "../Execution.js"
+import * as Json from "../Json.js"
+import type { JsonValue } from "../Json.js"
+import type * as Registry from "../ToolRegistry.js"
+import { detailOfCause, ToolArgsError, ToolNotFoundError } from "../ToolError.js"
+import * as ToolResult from "../ToolResult.js"
+import type * as ToolRuntime from "../ToolRuntime.js"
+import { withCaptured } from "./context.js"
+import {
+  cancelled,
+  DispatchView,
+  failWith,
+  frozen,
+  makeRunContext,
+  type Result,
+  type Runtime,
+  type State,
+  withContexts,
+  withDeferred
+} from "./execution.js"
+import { createSuccess, type Outcome } from "./output.js"
+import { awaitSettled, isThenable, suspendUser } from "./promise.js"
+import { type BodyCancellation, fuseCaller } from "./signals.js"
+import { waterfall } from "./waterfall.js"
+
+const noop = () => {}
+
+const invokeBody = (
+  definition: Registry.RegisteredTool["definition"],
+  args: JsonValue | undefined,
+  ctx: RunContext
+): Effect.Effect<unknown, unknown, unknown> =>
+  suspendUser(() => {
+    const out = definition.execute(args as JsonValue, ctx)
+    if (Effect.isEffect(out)) return out
+    return isThenable(out) ? awaitSettled(out) : Effect.succeed(out)
+  })
+
+const withContext = <A, E>(
+  effect: Effect.Effect<A, E, unknown>,
+  context: Context.Context<never>
+): Effect.Effect<A, E> =>
+  context.unsafeMap.size === 0 ? effect as Effect.Effect<A, E> : withCaptured(context, () => effect)
+
+/** Waits for the body fiber's exit; cancellation interrupts it (and still waits for the exit). */
+const awaitBody = <A, E>(
+  fiber: Fiber.RuntimeFiber<A, E>,
+  cancellation: BodyCancellation
+): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.async<Exit.Exit<A, E>>((resume) => {
+    const interrupt = () => fiber.unsafeInterruptAsFork(FiberId.none)
+    let stopWatching = noop
+    fiber.addObserver((exit) => {
+      stopWatching()
+      resume(Effect.succeed(exit))
+    })
+    if (cancellation.aborted()) interrupt()
+    else stopWatching = cancellation.onAbort(interrupt)
+  })
+
+const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.failureOption(cause)
+  try {
+    return Option.isSome(failure) && failure.value instanceof ToolArgsError
+  } catch {
+    return false
+  }
+}
+
+const releaseParent = (runtime: Runtime, token: symbol) => {
+  const left = (runtime.running.get(token) ?? 1) - 1
+  if (left === 0) runtime.running.delete(token)
+  else runtime.running.set(token, left)
+}
+
+const bodyDispatch = (state: State, view: DispatchView): Effect.Effect<Result> =>
+  Effect.suspend(() => {
+    const { runtime, execution: exec } = state
+    const mark = (result: Result) => frozen(runtime, state.token, result)
+    const installed = DispatchView.installed(view)
+    if (installed.replaced && !(installed.signal instanceof AbortSignal)) {
+      return Effect.succeed(mark(ToolResult.failure({ message: "exec.signal must remain an AbortSignal" })))
+    }
+    const cancellation = fuseCaller(state.caller, installed.signal as AbortSignal | undefined)
+    if (cancellation.aborted()) {
+      cancellation.detach()
+      return Effect.succeed(mark(ToolResult.abortedBeforeDispatch()))
+    }
+    const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+    if (entry === undefined) {
+      cancellation.detach()
+      return Effect.succeed(mark(failWith(new ToolNotFoundError({ toolName: state.name }))))
+    }
+    const invokedBefore = state.bodyInvoked
+    state.bodyInvoked = true
+    runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
+    const ctx = makeRunContext(state, cancellation)
+    const body = withContext(invokeBody(entry.definition, exec.arguments, ctx), entry.context)
+    return Effect.fork(Effect.interruptible(body)).pipe(
+      Effect.flatMap((fiber) => awaitBody(fiber, cancellation)),
+      Effect.map((exit): Result => {
+        cancellation.detach()
+        releaseParent(runtime, state.token)
+        if (Exit.isSuccess(exit)) {
+          const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
+          if (!success.ok) return mark(failWith(success.error))
+          return cancellation.aborted() ? mark(ToolResult.aborted()) : success.value
+        }
+        if (Cause.isInterruptedOnly(exit.cause)) {
+          return mark(
+            cancellation.aborted() ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
+          )
+        }
+        if (!invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
+        return mark(ToolResult.failure(detailOfCause(exit.cause)))
+      })
+    )
+  })
+
+type Dispatched = ToolRuntime.Dispatched
+
+const finalDispatched = (result: Result): Dispatched => ({ _tag: "FinalResult", result })
+
+const readResult = (raw: unknown): Outcome<{ readonly isError: unknown; readonly record: Record<string, unknown> }> => {
+  if (typeof raw !== "object" || raw === null) {
+    return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
+  }
+  try {
+    return { ok: true, value: { isError: (raw as { isError?: unknown }).isError, record: raw as Record<string, unknown> } }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+/** AROUND-5/6: trust only this execution's canonical results; re-process everything else. */
+const normalize = (state: State, raw: unknown): Outcome<Result> => {
+  const { runtime } = state
+  if (typeof raw === "object" && raw !== null && runtime.marks.results.get(raw) === state.token) {
+    return { ok: true, value: raw as Result }
+  }
+  const read = readResult(raw)
+  if (!read.ok) return read
+  const { isError, record } = read.value
+  try {
+    if (isError === true) {
+      const rebuilt: Record<string, unknown> = { isError: true, error: record.error, content: record.content }
+      if (record.meta !== undefined) rebuilt.meta = record.meta
+      if (record.additionalContexts !== undefined) rebuilt.additionalContexts = record.additionalContexts
+      return { ok: true, value: Json.deepFreeze(rebuilt) as unknown as Result }
+    }
+    if (isError === false) {
+      const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+      if (entry === undefined) return { ok: false, error: new ToolNotFoundError({ toolName: state.name }) }
+      const success = createSuccess(entry, state.execution, record.value, state.concluded, runtime.marks)
+      if (!success.ok) return success
+      const contexts = record.additionalContexts
+      return {
+        ok: true,
+        value: contexts === undefined ? success.value : { ...success.value, additionalContexts: contexts as never }
+      }
+    }
+  } catch (error) {
+    return { ok: false, error }
+  }
+  return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
+}
+
+const afterDispatch = (state: State, raw: unknown): Dispatched => {
+  const normalized = normalize(state, raw)
+  if (!normalized.ok) return finalDispatched(withDeferred(state, failWith(normalized.error)))
+  let result = normalized.value
+  if (state.deferred.length > 0) {
+    const carried = result.additionalContexts
+    result = withContexts(result, carried === undefined ? state.deferred.slice() : [...state.deferred, ...carried])
+  }
+  if (state.caller.aborted && !result.isError) result = cancelled(state, result)
+  return { _tag: "PostResult", result }
+}
+
+/** @internal */
+export const dispatchIn = (state: State): Effect.Effect<Dispatched> => {
+  const wrappers = state.runtime.registry.unsafeView(state.agent).aroundExecute
+  const view = new DispatchView(state.execution, state.caller)
+  const body = bodyDispatch(state, view)
+  if (wrappers.length === 0) return Effect.map(body, (raw) => afterDispatch(state, raw))
+  return Effect.map(
+    Effect.exit(waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))),
+    (exit) =>
+      Exit.isFailure(exit)
+        ? finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
+        : afterDispatch(state, exit.value)
+  )
+}

@@ -1,0 +1,355 @@
+/**
+ * A single execution's state and views: the runtime's shared parts, the per-call `State`, the
+ * read-only execution (D-4), the around-dispatch and body views, the result helpers (D-13, ERR-4)
+ * and creation (CREATE-1…6, PRE-1, D-5).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type * as Approval from "../Approval.js"
+import * as Content from "../Content.js"
+import type { UserMessage } from "../Content.js"
+import type { UserMessageInput } from "../Content.js"
+import type { AgentId, DispatchExecution, ExecuteInput, RunContext, ToolExecution } from "../Execution.js"
+import type * as IdGenerator from "../IdGenerator.js"
+import * as Json from "../Json.js"
+import type { JsonValue } from "../Json.js"
+import * as Registry from "../ToolRegistry.js"
+import { detailOf, InvalidContextError, InvalidParentError, ToolNotFoundError } from "../ToolError.js"
+import * as ToolResult from "../ToolResult.js"
+import type * as ToolRuntime from "../ToolRuntime.js"
+import type { CanonicalMarks } from "./output.js"
+import { type BodyCancellation, Caller } from "./signals.js"
+
+/** @internal */
+export type Result = ToolResult.ToolResult
+type Callback = (exec: ToolExecution, result: Result) => unknown
+
+/** @internal */
+export interface Runtime {
+  readonly registry: Registry.Service
+  readonly approval: Approval.Service | undefined
+  readonly ids: IdGenerator.Service
+  readonly marks: CanonicalMarks
+  /** Tokens of executions whose body is running, for parent verification (D-5). */
+  readonly running: Map<symbol, number>
+}
+
+/** @internal */
+export class State implements ToolRuntime.Execution {
+  bodyInvoked = false
+  concluded = false
+  finished: Result | undefined = undefined
+  readonly deferred: Array<UserMessage> = []
+  constructor(
+    readonly runtime: Runtime,
+    readonly execution: ToolExecution,
+    readonly caller: Caller,
+    readonly finalizer: Callback | undefined,
+    readonly projector: Callback | undefined
+  ) {}
+  get token(): symbol {
+    return this.execution.token
+  }
+  get name(): string {
+    return this.execution.name
+  }
+  get agent(): AgentId | undefined {
+    return this.execution.agent
+  }
+  get hasParent(): boolean {
+    return this.execution.parent !== undefined
+  }
+}
+
+/** @internal */
+export const final = (handle: State, result: Result): ToolRuntime.Prepared => ({ _tag: "FinalResult", handle, result })
+/** @internal */
+export const post = (handle: State, result: Result): ToolRuntime.Prepared => ({ _tag: "PostResult", handle, result })
+
+/** @internal */
+export const frozen = <A extends Result>(runtime: Runtime, token: symbol, result: A): A => {
+  Json.deepFreeze(result)
+  runtime.marks.results.set(result, token)
+  return result
+}
+
+/** @internal */
+export const failWith = (thrown: unknown): ToolResult.ToolFailure => ToolResult.failure(detailOf(thrown))
+
+/**
+ * D-13: contexts deferred by the body survive every failure except a block.
+ *
+ * @internal
+ */
+export const withDeferred = (state: State, result: ToolResult.ToolFailure): ToolResult.ToolFailure =>
+  state.deferred.length === 0 ? result : { ...result, additionalContexts: state.deferred.slice() }
+
+/** @internal */
+export const withContexts = <A extends Result>(result: A, contexts: ReadonlyArray<UserMessage>): A =>
+  contexts.length === 0 ? result : { ...result, additionalContexts: contexts }
+
+/**
+ * ERR-4: a cancellation replacing a success keeps only its contexts.
+ *
+ * @internal
+ */
+export const cancelled = (state: State, replaced: Result): Result => {
+  const result = state.bodyInvoked ? ToolResult.aborted() : ToolResult.abortedBeforeDispatch()
+  const contexts = replaced.additionalContexts
+  return contexts === undefined || contexts.length === 0 ? result : { ...result, additionalContexts: contexts }
+}
+
+/** @internal */
+export const succeedNow = <A>(value: A): Effect.Effect<A> => Effect.succeed(value)
+
+/** @internal */
+export const describe = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Around-dispatch and body views (AROUND-1…8, BODY-1…7, D-4)
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The around-dispatch view: identity read-only, `signal` writable (defaults to the caller's).
+ *
+ * @internal
+ */
+export class DispatchView implements DispatchExecution {
+  readonly #exec: ToolExecution
+  readonly #caller: Caller
+  #installed: AbortSignal | undefined = undefined
+  #replaced = false
+  constructor(exec: ToolExecution, caller: Caller) {
+    this.#exec = exec
+    this.#caller = caller
+  }
+  /** The signal a wrapper installed (`undefined` when none did); may be anything for JS callers. */
+  static installed(view: DispatchView): { readonly replaced: boolean; readonly signal: unknown } {
+    return { replaced: view.#replaced, signal: view.#installed }
+  }
+  get token(): symbol {
+    return this.#exec.token
+  }
+  get callId(): string {
+    return this.#exec.callId
+  }
+  get rootCallId(): string {
+    return this.#exec.rootCallId
+  }
+  get name(): string {
+    return this.#exec.name
+  }
+  get agent(): AgentId {
+    return this.#exec.agent as AgentId
+  }
+  get parent(): symbol {
+    return this.#exec.parent as symbol
+  }
+  get arguments(): JsonValue | undefined {
+    return this.#exec.arguments
+  }
+  get signal(): AbortSignal {
+    return this.#replaced ? this.#installed as AbortSignal : this.#caller.signal
+  }
+  set signal(signal: AbortSignal) {
+    this.#replaced = true
+    this.#installed = signal
+  }
+}
+
+/** The body's view (D-4): the execution's identity, the body's signal, deferral and conclusion. */
+class BodyContext implements RunContext {
+  declare readonly token: symbol
+  declare readonly callId: string
+  declare readonly rootCallId: string
+  declare readonly name: string
+  declare readonly agent?: AgentId
+  declare readonly parent?: symbol
+  declare readonly arguments: JsonValue | undefined
+  readonly #cancellation: BodyCancellation
+  readonly deferContext: (message: UserMessageInput) => void
+  readonly concludeTurn: () => void
+  constructor(state: State, cancellation: BodyCancellation) {
+    const exec = state.execution
+    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+    self.token = exec.token
+    self.callId = exec.callId
+    self.rootCallId = exec.rootCallId
+    self.name = exec.name
+    if (exec.agent !== undefined) self.agent = exec.agent
+    if (exec.parent !== undefined) self.parent = exec.parent
+    self.arguments = exec.arguments
+    this.#cancellation = cancellation
+    this.deferContext = (message) => {
+      const checked = Content.checkUserMessage(message, state.runtime.ids.next)
+      if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
+      state.deferred.push(checked.value)
+    }
+    this.concludeTurn = () => {
+      state.concluded = true
+    }
+    Object.freeze(this)
+  }
+  get signal(): AbortSignal {
+    return this.#cancellation.signal()
+  }
+}
+
+/** @internal */
+export const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext => new BodyContext(state, cancellation)
+
+// ---------------------------------------------------------------------------------------------
+// Creation (CREATE-1…6, PRE-1, D-5)
+// ---------------------------------------------------------------------------------------------
+
+const callbackOf = (
+  definition: object | undefined,
+  key: "finalizeContent" | "projectContent"
+): Callback | undefined => {
+  if (definition === undefined) return undefined
+  const fn = (definition as { readonly [k: string]: unknown })[key]
+  return typeof fn === "function" ? (exec, result) => fn.call(definition, exec, result) : undefined
+}
+
+/** The read-only execution: frozen at creation (D-4); `signal` is the caller's, made on first read. */
+class ExecutionView implements ToolExecution {
+  declare readonly token: symbol
+  declare readonly callId: string
+  declare readonly rootCallId: string
+  declare readonly name: string
+  declare readonly agent?: AgentId
+  declare readonly parent?: symbol
+  declare readonly arguments: JsonValue | undefined
+  readonly #caller: Caller
+  constructor(
+    token: symbol,
+    callId: string,
+    rootCallId: string,
+    name: string,
+    agent: AgentId | undefined,
+    parent: symbol | undefined,
+    args: JsonValue | undefined,
+    caller: Caller
+  ) {
+    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+    self.token = token
+    self.callId = callId
+    self.rootCallId = rootCallId
+    self.name = name
+    if (agent !== undefined) self.agent = agent
+    if (parent !== undefined) self.parent = parent
+    self.arguments = args
+    this.#caller = caller
+    Object.freeze(this)
+  }
+  get signal(): AbortSignal {
+    return this.#caller.signal
+  }
+}
+
+const makeExecution = (
+  token: symbol,
+  callId: string,
+  rootCallId: string,
+  name: string,
+  agent: AgentId | undefined,
+  parent: symbol | undefined,
+  args: JsonValue | undefined,
+  caller: Caller
+): ToolExecution => new ExecutionView(token, callId, rootCallId, name, agent, parent, args, caller)
+
+/** @internal */
+export const create = (runtime: Runtime, input: ExecuteInput, setCaller: (caller: Caller) => void): ToolRuntime.Prepared | State => {
+  let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
+  let identityError: unknown = undefined
+  try {
+    callId = input.callId
+    rootCallId = input.rootCallId
+    name = input.name
+    agent = input.agent
+    parent = input.parent
+    signal = input.signal
+  } catch (error) {
+    identityError = error
+  }
+  const caller = new Caller(signal instanceof AbortSignal ? signal : undefined)
+  setCaller(caller)
+  const token = Symbol("effect-tool-runtime.execution")
+  if (
+    identityError !== undefined || typeof callId !== "string" || typeof name !== "string" ||
+    (rootCallId !== undefined && typeof rootCallId !== "string") ||
+    (agent !== undefined && typeof agent !== "string") || (parent !== undefined && typeof parent !== "symbol")
+  ) {
+    const exec = makeExecution(
+      token,
+      typeof callId === "string" ? callId : "",
+      typeof callId === "string" ? callId : "",
+      typeof name === "string" ? name : "",
+      undefined,
+      undefined,
+      undefined,
+      caller
+    )
+    const state = new State(runtime, exec, caller, undefined, undefined)
+    const error = identityError ?? new TypeError("tool execution input needs string callId and name")
+    return final(state, failWith(error))
+  }
+  const view = runtime.registry.unsafeView(agent as AgentId | undefined)
+  const probe = view.get(name)
+  const definition = probe?.definition
+  const finalizer = callbackOf(definition, "finalizeContent")
+  const projector = callbackOf(definition, "projectContent")
+  const collapsed = probe !== undefined && parent === undefined && view.mode === "code" &&
+    name !== Registry.RUN_CODE_NAME
+  let args: Json.SnapshotResult
+  try {
+    args = Json.snapshotFrozen(input.arguments)
+  } catch (error) {
+    args = { _tag: "Threw", error }
+  }
+  const exec = makeExecution(
+    token,
+    callId,
+    (rootCallId as string | undefined) ?? callId,
+    name,
+    agent as AgentId | undefined,
+    parent as symbol | undefined,
+    args._tag === "Lossless" ? args.value : undefined,
+    caller
+  )
+  const aborted = caller.aborted
+  if (args._tag !== "Lossless") {
+    const keepFinalizer = !collapsed || aborted
+    const state = new State(runtime, exec, caller, keepFinalizer ? finalizer : undefined, undefined)
+    return final(
+      state,
+      args._tag === "Threw"
+        ? failWith(args.error)
+        : ToolResult.failure({ message: "tool execution arguments must be losslessly JSON-serializable" })
+    )
+  }
+  if (parent !== undefined && !runtime.running.has(parent as symbol)) {
+    const state = new State(runtime, exec, caller, finalizer, undefined)
+    return final(state, failWith(new InvalidParentError({ toolName: name })))
+  }
+  if (collapsed) {
+    if (aborted) {
+      return final(new State(runtime, exec, caller, finalizer, undefined), ToolResult.abortedBeforeDispatch())
+    }
+    const route = `only \`run_code\` is callable directly — call \`${name}\` from inside a \`run_code\` program instead`
+    return final(
+      new State(runtime, exec, caller, undefined, undefined),
+      failWith(new ToolNotFoundError({ toolName: name, route }))
+    )
+  }
+  const state = new State(runtime, exec, caller, finalizer, projector)
+  if (aborted) return final(state, ToolResult.abortedBeforeDispatch())
+  return state
+}
