@@ -198,7 +198,9 @@ export const checkUserMessage = (input: unknown, makeId: () => string): Checked<
   const content = check(record.content)
   if (content._tag === "Invalid") return content
   const id = record.id
-  if (id !== undefined && typeof id !== "string") return { _tag: "Invalid", reason: "a deferred context id must be a string" }
+  if (id !== undefined && typeof id !== "string") {
+    return { _tag: "Invalid", reason: "a deferred context id must be a string" }
+  }
   const source = record.source
   if (source !== undefined && !(Json.isPlainRecord(source) && typeof (source as ContextSource).kind === "string")) {
     return { _tag: "Invalid", reason: "a deferred context source must be an object with a string kind" }

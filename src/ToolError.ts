@@ -154,14 +154,17 @@ export class JsonSchemaError extends Schema.TaggedError<JsonSchemaError>("effect
  * @since 0.1.0
  * @category errors
  */
-export class InvalidParentError extends Schema.TaggedError<InvalidParentError>("effect-tool-runtime/InvalidParentError")(
+export class InvalidParentError extends Schema.TaggedError<InvalidParentError>(
+  "effect-tool-runtime/InvalidParentError"
+)(
   "InvalidParentError",
   { toolName: Schema.String }
 ) {
   readonly [CodedErrorTypeId]: CodedErrorTypeId = CodedErrorTypeId
   readonly code = "INVALID_PARENT" as const
   override get message(): string {
-    return `tool "${this.toolName}" was called with an invalid parent: a parent must be the token of a running execution of this runtime`
+    return `tool "${this.toolName}" was called with an invalid parent: ` +
+      "a parent must be the token of a running execution of this runtime"
   }
 }
 
@@ -171,7 +174,9 @@ export class InvalidParentError extends Schema.TaggedError<InvalidParentError>("
  * @since 0.1.0
  * @category errors
  */
-export class CodeRunFailedError extends Schema.TaggedError<CodeRunFailedError>("effect-tool-runtime/CodeRunFailedError")(
+export class CodeRunFailedError extends Schema.TaggedError<CodeRunFailedError>(
+  "effect-tool-runtime/CodeRunFailedError"
+)(
   "CodeRunFailedError",
   { kind: Schema.String, detail: Schema.String, logs: Schema.Array(Schema.String) }
 ) {

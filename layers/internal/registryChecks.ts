@@ -53,7 +53,8 @@ export interface CheckedDefinition {
 
 /** @internal */
 export const reservedNameMessage =
-  `tool name "${RUN_CODE_NAME}" is reserved for the Code Mode presentation transport and cannot be registered or shadowed`
+  `tool name "${RUN_CODE_NAME}" is reserved for the Code Mode presentation transport ` +
+  "and cannot be registered or shadowed"
 
 /**
  * REG-1 steps 1-4 with D-6, in order: output shape, output schema subset, non-empty name,
@@ -194,17 +195,21 @@ export const lazyValidatorFor = (definition: Tool.Any): Validator => {
 /** REG-1 step 5. @internal */
 export const duplicateMessage = (name: string, agent: string | undefined): string =>
   agent === undefined
-    ? `tool "${name}" is already registered (for a per-agent variant, register through that agent's \`agent.ctx\` instead)`
+    ? `tool "${name}" is already registered ` +
+      "(for a per-agent variant, register through that agent's `agent.ctx` instead)"
     : `tool "${name}" is already registered in this scope`
 
 /** REG-4 messages. @internal */
 export const restrictMessages = {
   unscoped:
-    "tools.restrict() requires a scoped context (agent.ctx): a context-global restriction would mask every agent — deny the tool for the intended agent instead",
+    "tools.restrict() requires a scoped context (agent.ctx): a context-global restriction would mask every agent — " +
+    "deny the tool for the intended agent instead",
   noop:
-    "tools.restrict({}) is a no-op: pass `allow` and/or `deny` (an empty filter is almost always a materialized-empty-config bug)",
+    "tools.restrict({}) is a no-op: pass `allow` and/or `deny` " +
+    "(an empty filter is almost always a materialized-empty-config bug)",
   reserved:
-    `tools.restrict() cannot name reserved Code Mode presentation transport "${RUN_CODE_NAME}"; restrict end-capability tools instead`,
+    `tools.restrict() cannot name reserved Code Mode presentation transport "${RUN_CODE_NAME}"; ` +
+    "restrict end-capability tools instead",
   notNames: (key: string) => `tools.restrict() ${key} must be an array of tool names`,
   unknown: (unknown: ReadonlyArray<string>, known: Iterable<string>): string => {
     const sorted = Array.from(known).sort()
@@ -251,9 +256,11 @@ export const readRestriction = (restriction: Restriction): { readonly allow: unk
 /** REG-7 messages. @internal */
 export const presentMessages = {
   unscoped:
-    "tools.presentAs() requires a scoped context (agent.ctx): a context-global presentation is the `mode` config field on the tools row",
+    "tools.presentAs() requires a scoped context (agent.ctx): " +
+    "a context-global presentation is the `mode` config field on the tools row",
   conflict: (mode: string, existing: string) =>
-    `tools.presentAs("${mode}") conflicts with "${existing}" already declared for this scope; one composition selects one presentation`,
+    `tools.presentAs("${mode}") conflicts with "${existing}" already declared for this scope; ` +
+    "one composition selects one presentation",
   invalid: (mode: string) =>
     `tools.presentAs("${mode}") is not a presentation mode (expected "native", "code" or "both")`
 } as const

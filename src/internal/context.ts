@@ -18,7 +18,10 @@ const covers = (outer: Context.Context<never>, captured: Context.Context<never>)
 }
 
 /** @internal */
-export const mergeCached = (outer: Context.Context<never>, captured: Context.Context<never>): Context.Context<never> => {
+export const mergeCached = (
+  outer: Context.Context<never>,
+  captured: Context.Context<never>
+): Context.Context<never> => {
   let byCaptured = merges.get(outer)
   if (byCaptured === undefined) {
     byCaptured = new WeakMap()
@@ -56,5 +59,8 @@ const identity = <B, F>(effect: Effect.Effect<B, F>): Effect.Effect<B, F> => eff
  *
  * @internal
  */
-export const replaceContext = <A, E>(effect: Effect.Effect<A, E, unknown>, context: Context.Context<never>): Effect.Effect<A, E> =>
+export const replaceContext = <A, E>(
+  effect: Effect.Effect<A, E, unknown>,
+  context: Context.Context<never>
+): Effect.Effect<A, E> =>
   Effect.mapInputContext(effect as Effect.Effect<A, E, never>, () => context)

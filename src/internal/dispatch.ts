@@ -138,7 +138,10 @@ const readResult = (raw: unknown): Outcome<{ readonly isError: unknown; readonly
     return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
   }
   try {
-    return { ok: true, value: { isError: (raw as { isError?: unknown }).isError, record: raw as Record<string, unknown> } }
+    return {
+      ok: true,
+      value: { isError: (raw as { isError?: unknown }).isError, record: raw as Record<string, unknown> }
+    }
   } catch (error) {
     return { ok: false, error }
   }

@@ -203,7 +203,8 @@ class BodyContext implements RunContext {
 }
 
 /** @internal */
-export const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext => new BodyContext(state, cancellation)
+export const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext =>
+  new BodyContext(state, cancellation)
 
 // ---------------------------------------------------------------------------------------------
 // Creation (CREATE-1…6, PRE-1, D-5)
@@ -266,7 +267,11 @@ const makeExecution = (
 ): ToolExecution => new ExecutionView(token, callId, rootCallId, name, agent, parent, args, caller)
 
 /** @internal */
-export const create = (runtime: Runtime, input: ExecuteInput, setCaller: (caller: Caller) => void): ToolRuntime.Prepared | State => {
+export const create = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  setCaller: (caller: Caller) => void
+): ToolRuntime.Prepared | State => {
   let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
   let identityError: unknown = undefined
   try {
@@ -343,7 +348,8 @@ export const create = (runtime: Runtime, input: ExecuteInput, setCaller: (caller
     if (aborted) {
       return final(new State(runtime, exec, caller, finalizer, undefined), ToolResult.abortedBeforeDispatch())
     }
-    const route = `only \`run_code\` is callable directly — call \`${name}\` from inside a \`run_code\` program instead`
+    const route = "only `run_code` is callable directly — " +
+      `call \`${name}\` from inside a \`run_code\` program instead`
     return final(
       new State(runtime, exec, caller, undefined, undefined),
       failWith(new ToolNotFoundError({ toolName: name, route }))

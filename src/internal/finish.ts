@@ -61,7 +61,10 @@ const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(
 /** Applies a post decision; `Final` marks a pipeline failure (POST-3/5/7). */
 const applyDecision = (state: State, incoming: Result, decision: unknown): Outcome<Result> => {
   if (typeof decision !== "object" || decision === null) {
-    return { ok: false, error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`) }
+    return {
+      ok: false,
+      error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`)
+    }
   }
   const d = decision as {
     readonly _tag?: unknown
@@ -85,12 +88,18 @@ const applyDecision = (state: State, incoming: Result, decision: unknown): Outco
     return { ok: true, value: withContexts(blocked, contexts.value) }
   }
   if (d._tag !== "Accept") {
-    return { ok: false, error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`) }
+    return {
+      ok: false,
+      error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`)
+    }
   }
   const replacesContent = hasOwn(d, "content")
   const replacesValue = hasOwn(d, "value")
   if (replacesContent && replacesValue) {
-    return { ok: false, error: new TypeError("tools/post-execute accept decision cannot replace both value and content") }
+    return {
+      ok: false,
+      error: new TypeError("tools/post-execute accept decision cannot replace both value and content")
+    }
   }
   let result = incoming
   if (replacesValue) {

@@ -50,7 +50,9 @@ const denyGate = (reason: string): Gate => ({ _tag: "Deny", reason })
 const askApproval = (state: State, reason: string | undefined): Effect.Effect<Gate> => {
   const { runtime, name } = state
   const approval = runtime.approval
-  if (approval === undefined) return Effect.succeed(denyGate(reason ?? `tool "${name}" requires approval (not yet supported)`))
+  if (approval === undefined) {
+    return Effect.succeed(denyGate(reason ?? `tool "${name}" requires approval (not yet supported)`))
+  }
   const agent = state.agent
   if (agent === undefined) {
     return Effect.succeed(denyGate(`tool "${name}" requires approval, but the call has no agent to route it through`))
@@ -112,7 +114,9 @@ const afterGate = (state: State, outcome: Gate): ToolRuntime.Prepared => {
 const decide = (state: State, decision: PreDecision): Effect.Effect<ToolRuntime.Prepared> => {
   switch (decision._tag) {
     case "Deny":
-      return succeedNow(post(state, frozen(state.runtime, state.token, ToolResult.denial(decision.reason, decision.info))))
+      return succeedNow(
+        post(state, frozen(state.runtime, state.token, ToolResult.denial(decision.reason, decision.info)))
+      )
     case "Cancel":
       return succeedNow(post(state, ToolResult.abortedBeforeDispatch()))
     case "Ask":

@@ -89,7 +89,9 @@ export const createSuccess = (
   if (!rendered.ok) return rendered
   const content = Content.checkShape(rendered.value)
   if (content._tag === "Invalid") {
-    return fail(new ToolOutputError({ toolName, violations: [`output.render returned invalid content: ${content.reason}`] }))
+    return fail(
+      new ToolOutputError({ toolName, violations: [`output.render returned invalid content: ${content.reason}`] })
+    )
   }
   let meta: JsonValue | undefined
   const presentationMeta = definition.output.presentationMeta
@@ -200,7 +202,9 @@ export const materialize = (
     if (errorSnap._tag === "Threw") return fail(errorSnap.error)
     if (errorSnap._tag === "NotLossless") return fail(new TypeError(NOT_LOSSLESS))
     const error = checkError(errorSnap.value)
-    if (error === undefined) return fail(new TypeError("tool result error must be { message: string, info?: { name, code } }"))
+    if (error === undefined) {
+      return fail(new TypeError("tool result error must be { message: string, info?: { name, code } }"))
+    }
     const failure: ToolFailure = { isError: true, error: Json.deepFreeze(error), content: content.value, ...extras }
     return ok(Object.freeze(failure))
   }

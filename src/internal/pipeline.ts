@@ -72,7 +72,11 @@ class PendingCaller {
   }
 }
 
-const prepareIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller): Effect.Effect<ToolRuntime.Prepared> =>
+const prepareIn = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  pending: PendingCaller
+): Effect.Effect<ToolRuntime.Prepared> =>
   Effect.suspend(() => {
     const created = create(runtime, input, pending.set)
     return created instanceof State ? gate(created) : succeedNow(created)
