@@ -6,8 +6,8 @@
  * Run with `npm run demo`.
  */
 import { Console, Effect, Layer, Schema } from "effect"
-import { Presets } from "../layers/index.js"
-import { Policy, Tool, ToolRegistry, ToolRuntime } from "../src/index.js"
+import { Presets, ToolCallLogMemory } from "../layers/index.js"
+import { Policy, Presentation, Scheduler, Tool, ToolCallLog, ToolRegistry, ToolRuntime } from "../src/index.js"
 import type { ToolResult } from "../src/ToolResult.js"
 
 const add = Tool.defineTool({
@@ -116,10 +116,34 @@ const program = Effect.gen(function*() {
   })
 })
 
-/** Scripted human answers for the three `ask`s below: approve, reject, approve. */
-const MainLayer = DemoPack.pipe(Layer.provideMerge(Presets.layerTest(["allowed-once", "rejected", "allowed-once"])))
+/** One model message with four tool calls: the adds overlap, results keep model order. */
+const batch = Effect.gen(function*() {
+  yield* Console.log("\none model message, four calls (maxParallel 4):")
+  const result = yield* Scheduler.runBatch([
+    { callId: "b1", name: "add", arguments: "{\"left\":1,\"right\":2}" },
+    { callId: "b2", name: "slow_echo", arguments: "{\"text\":\"exclusive\",\"delayMs\":5}" },
+    { callId: "b3", name: "add", arguments: "{\"left\":3,\"right\":4}" },
+    { callId: "b4", name: "add", arguments: "not json" }
+  ], {
+    maxParallel: 4,
+    onCommit: (event) => Console.log(`  commit #${event.index} ${event.callId.padEnd(3)} ${describe(event.result)}`)
+  })
+  const records = yield* Effect.flatMap(ToolCallLog.ToolCallLog, (log) => log.records)
+  const registry = yield* ToolRegistry.ToolRegistry
+  const cards = Presentation.replay(records, (name) => registry.unsafeView().get(name)?.definition)
+  yield* Console.log(
+    `durable log: ${records.length} records; replayed cards: ${cards.map((card) => card.call.card === "generic" ? card.call.title : card.call.card).join(", ")}`
+  )
+  yield* Console.log(`results in model order: ${result.results.map((r) => r.callId).join(", ")}`)
+})
 
-Effect.runPromise(program.pipe(Effect.provide(MainLayer))).catch((error) => {
+/** Scripted human answers for the three `ask`s below: approve, reject, approve. */
+const MainLayer = DemoPack.pipe(
+  Layer.provideMerge(Presets.layerTest(["allowed-once", "rejected", "allowed-once"])),
+  Layer.provideMerge(ToolCallLogMemory.layer)
+)
+
+Effect.runPromise(Effect.zipRight(program, batch).pipe(Effect.provide(MainLayer))).catch((error) => {
   console.error(error)
   process.exitCode = 1
 })

@@ -25,6 +25,8 @@ export * as Presentation from "./Presentation.js"
 /** @since 0.1.0 */
 export * as PromiseApi from "./PromiseApi.js"
 /** @since 0.1.0 */
+export * as Scheduler from "./Scheduler.js"
+/** @since 0.1.0 */
 export * as Tool from "./Tool.js"
 /** @since 0.1.0 */
 export * as ToolCallLog from "./ToolCallLog.js"
