@@ -116,6 +116,23 @@ export const describe = (value: unknown): string => {
 // Around-dispatch and body views (AROUND-1…8, BODY-1…7, D-4)
 // ---------------------------------------------------------------------------------------------
 
+type Identity = Omit<ToolExecution, "signal" | "agent" | "parent"> & {
+  readonly agent?: AgentId | undefined
+  readonly parent?: symbol | undefined
+}
+
+/** Installs identity fields as own properties; `agent` and `parent` only when present (TYPES-4). */
+const assignIdentity = (target: object, identity: Identity): void => {
+  const self = target as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
+  self.token = identity.token
+  self.callId = identity.callId
+  self.rootCallId = identity.rootCallId
+  self.name = identity.name
+  if (identity.agent !== undefined) self.agent = identity.agent
+  if (identity.parent !== undefined) self.parent = identity.parent
+  self.arguments = identity.arguments
+}
+
 /**
  * The around-dispatch view: identity read-only, `signal` writable (defaults to the caller's).
  *
@@ -177,15 +194,7 @@ class BodyContext implements RunContext {
   readonly deferContext: (message: UserMessageInput) => void
   readonly concludeTurn: () => void
   constructor(state: State, cancellation: BodyCancellation) {
-    const exec = state.execution
-    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
-    self.token = exec.token
-    self.callId = exec.callId
-    self.rootCallId = exec.rootCallId
-    self.name = exec.name
-    if (exec.agent !== undefined) self.agent = exec.agent
-    if (exec.parent !== undefined) self.parent = exec.parent
-    self.arguments = exec.arguments
+    assignIdentity(this, state.execution)
     this.#cancellation = cancellation
     this.deferContext = (message) => {
       const checked = Content.checkUserMessage(message, state.runtime.ids.next)
@@ -239,14 +248,7 @@ class ExecutionView implements ToolExecution {
     args: JsonValue | undefined,
     caller: Caller
   ) {
-    const self = this as { -readonly [K in keyof ToolExecution]: ToolExecution[K] }
-    self.token = token
-    self.callId = callId
-    self.rootCallId = rootCallId
-    self.name = name
-    if (agent !== undefined) self.agent = agent
-    if (parent !== undefined) self.parent = parent
-    self.arguments = args
+    assignIdentity(this, { token, callId, rootCallId, name, agent, parent, arguments: args })
     this.#caller = caller
     Object.freeze(this)
   }
@@ -254,17 +256,6 @@ class ExecutionView implements ToolExecution {
     return this.#caller.signal
   }
 }
-
-const makeExecution = (
-  token: symbol,
-  callId: string,
-  rootCallId: string,
-  name: string,
-  agent: AgentId | undefined,
-  parent: symbol | undefined,
-  args: JsonValue | undefined,
-  caller: Caller
-): ToolExecution => new ExecutionView(token, callId, rootCallId, name, agent, parent, args, caller)
 
 /** @internal */
 export const create = (
@@ -292,7 +283,7 @@ export const create = (
     (rootCallId !== undefined && typeof rootCallId !== "string") ||
     (agent !== undefined && typeof agent !== "string") || (parent !== undefined && typeof parent !== "symbol")
   ) {
-    const exec = makeExecution(
+    const exec = new ExecutionView(
       token,
       typeof callId === "string" ? callId : "",
       typeof callId === "string" ? callId : "",
@@ -319,7 +310,7 @@ export const create = (
   } catch (error) {
     args = { _tag: "Threw", error }
   }
-  const exec = makeExecution(
+  const exec = new ExecutionView(
     token,
     callId,
     (rootCallId as string | undefined) ?? callId,
