@@ -136,5 +136,10 @@ export {
    * @since 0.1.0
    * @category models
    */
-  type FromSchemaOptions
+  type FromSchemaOptions,
+  /**
+   * @since 0.1.0
+   * @category models
+   */
+  type FromSchemaOutput
 } from "./internal/schemaTool.js"
