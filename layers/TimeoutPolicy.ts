@@ -24,15 +24,26 @@ import * as ToolResult from "../src/ToolResult.js"
 export const MAX_TIMEOUT_MS = 2147483647
 
 /**
- * The abort reason of a deadline that fired.
+ * The abort reason of a deadline that fired: an `Error` named `TimeoutReason` with the message
+ * `TOOL_TIMEOUT after <ms>ms`, so a body that throws `signal.reason` throws an `Error`. Only the
+ * wrapper's own instance classifies the result as `TOOL_TIMEOUT` (TIMEOUT-4): another
+ * `TimeoutReason` (an outer wrapper's) is a foreign reason.
  *
  * @since 0.1.0
  * @category models
  */
-export class TimeoutReason {
-  readonly code = "TOOL_TIMEOUT"
-  constructor(readonly timeoutMs: number) {}
+export class TimeoutReason extends Error {
+  readonly code = "TOOL_TIMEOUT" as const
+  constructor(readonly timeoutMs: number) {
+    super(`TOOL_TIMEOUT after ${timeoutMs}ms`)
+  }
 }
+Object.defineProperty(TimeoutReason.prototype, "name", {
+  value: "TimeoutReason",
+  writable: true,
+  enumerable: false,
+  configurable: true
+})
 
 /**
  * @since 0.1.0
@@ -75,11 +86,18 @@ const withDeadline = (
   Effect.suspend(() => {
     const upstream = exec.signal
     const deadline = new AbortController()
-    const reason = new TimeoutReason(timeoutMs)
+    let reason: TimeoutReason | undefined = undefined
     const onUpstream = () => deadline.abort(upstream.reason)
     if (upstream.aborted) deadline.abort(upstream.reason)
     else upstream.addEventListener("abort", onUpstream, { once: true })
-    const fire = Effect.zipRight(Effect.sleep(timeoutMs), Effect.sync(() => deadline.abort(reason)))
+    const fire = Effect.zipRight(
+      Effect.sleep(timeoutMs),
+      Effect.sync(() => {
+        if (deadline.signal.aborted) return
+        reason = new TimeoutReason(timeoutMs)
+        deadline.abort(reason)
+      })
+    )
     return Effect.flatMap(Effect.fork(Effect.interruptible(fire)), (timer) => {
       exec.signal = deadline.signal
       const restore = Effect.suspend(() => {
@@ -89,7 +107,7 @@ const withDeadline = (
       })
       return Effect.map(
         Effect.ensuring(next, restore),
-        (result) => deadline.signal.reason === reason ? ToolResult.timedOut(timeoutMs) : result
+        (result) => reason !== undefined && deadline.signal.reason === reason ? ToolResult.timedOut(timeoutMs) : result
       )
     })
   })

@@ -69,6 +69,20 @@ describe("TimeoutPolicy exports", () => {
     assert.strictEqual(reason.code, "TOOL_TIMEOUT")
     assert.strictEqual(reason.timeoutMs, 250)
   })
+
+  it("issue 8 item 13(a) / TIMEOUT-3: TimeoutReason is an Error named TimeoutReason, `TOOL_TIMEOUT after <ms>ms`", () => {
+    for (const [ms, shown] of [[250, "250"], [0.5, "0.5"], [2147483647, "2147483647"]] as const) {
+      const reason = new TimeoutPolicy.TimeoutReason(ms)
+      assert.instanceOf(reason, Error)
+      assert.instanceOf(reason, TimeoutPolicy.TimeoutReason)
+      assert.strictEqual(reason.name, "TimeoutReason")
+      assert.strictEqual(reason.message, `TOOL_TIMEOUT after ${shown}ms`)
+      assert.strictEqual(String(reason), `TimeoutReason: TOOL_TIMEOUT after ${shown}ms`)
+      assert.isTrue(reason.stack?.startsWith(`TimeoutReason: TOOL_TIMEOUT after ${shown}ms`))
+      assert.strictEqual(reason.code, "TOOL_TIMEOUT")
+      assert.strictEqual(reason.timeoutMs, ms)
+    }
+  })
 })
 
 describe("TIMEOUT-1…5", () => {
@@ -191,6 +205,102 @@ describe("TIMEOUT-1…5", () => {
       yield* awaitTimer
       yield* TestClock.adjust("100 millis")
       assert.deepStrictEqual(yield* Fiber.join(fiber), timedOut(100))
+    }).pipe(Effect.provide(Presets.layerTest())))
+
+  it.scoped("issue 8 item 13(a) / TIMEOUT-3: the body's signal aborts with an Error TimeoutReason (name, message, code, timeoutMs)", () =>
+    Effect.gen(function*() {
+      const tools = yield* ToolRegistry
+      const started = yield* Deferred.make<void>()
+      const reasons: Array<unknown> = []
+      yield* tools.register(budgeted((_args, ctx) =>
+        Effect.zipRight(
+          Deferred.succeed(started, undefined),
+          Effect.async<string>((resume) => {
+            ctx.signal.addEventListener("abort", () => {
+              reasons.push(ctx.signal.reason)
+              resume(Effect.succeed("stopped"))
+            })
+          })
+        ), 125))
+      const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", arguments: {} }))
+      yield* Deferred.await(started)
+      yield* awaitTimer
+      yield* TestClock.adjust("125 millis")
+      assert.deepStrictEqual(yield* Fiber.join(fiber), timedOut(125))
+      assert.strictEqual(reasons.length, 1)
+      const reason = reasons[0]
+      assert.instanceOf(reason, Error)
+      assert.instanceOf(reason, TimeoutPolicy.TimeoutReason)
+      const timeout = reason as TimeoutPolicy.TimeoutReason
+      assert.strictEqual(timeout.name, "TimeoutReason")
+      assert.strictEqual(timeout.message, "TOOL_TIMEOUT after 125ms")
+      assert.strictEqual(timeout.code, "TOOL_TIMEOUT")
+      assert.strictEqual(timeout.timeoutMs, 125)
+    }).pipe(Effect.provide(Presets.layerTest())))
+
+  type ReasonThrower = (ctx: RunContext, started: Deferred.Deferred<void>) => unknown
+  const throwsReason: ReadonlyArray<readonly [string, ReasonThrower]> = [
+    ["a Promise body rejecting with it", (ctx, started) =>
+      new Promise<string>((_resolve, reject) => {
+        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))
+        signalDone(started)
+      })],
+    ["an Effect body failing with it", (ctx, started) =>
+      Effect.uninterruptible(Effect.zipRight(
+        Deferred.succeed(started, undefined),
+        Effect.async<never, unknown>((resume) => {
+          ctx.signal.addEventListener("abort", () => resume(Effect.fail(ctx.signal.reason)))
+        })
+      ))],
+    ["an Effect body throwing it", (ctx, started) =>
+      Effect.uninterruptible(Effect.zipRight(
+        Deferred.succeed(started, undefined),
+        Effect.async<never>((resume) => {
+          ctx.signal.addEventListener("abort", () =>
+            resume(Effect.sync(() => {
+              throw ctx.signal.reason
+            })))
+        })
+      ))]
+  ]
+  for (const [label, body] of throwsReason) {
+    it.scoped(`issue 8 item 13(a) / T-TMO-006 / TIMEOUT-4: ${label} throws an Error; the result is exactly TOOL_TIMEOUT`, () =>
+      Effect.gen(function*() {
+        const tools = yield* ToolRegistry
+        const started = yield* Deferred.make<void>()
+        const inner: Array<unknown> = []
+        yield* tools.register(budgeted((_args, ctx) => body(ctx, started) as Effect.Effect<string>))
+        yield* tools.onExecute((_exec, next) => Effect.tap(next, (result) => Effect.sync(() => inner.push(result))))
+        const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", arguments: {} }))
+        yield* Deferred.await(started)
+        yield* awaitTimer
+        yield* TestClock.adjust("100 millis")
+        assert.deepStrictEqual(yield* Fiber.join(fiber), timedOut(100))
+        assert.deepStrictEqual(inner, [errorResult("TOOL_TIMEOUT after 100ms")])
+      }).pipe(Effect.provide(Presets.layerTest())))
+  }
+
+  it.scoped("issue 8 item 13(a) / TIMEOUT-4: a foreign TimeoutReason with the same budget (outer wrapper) keeps the inner result", () =>
+    Effect.gen(function*() {
+      const tools = yield* ToolRegistry
+      const started = yield* Deferred.make<void>()
+      const outer = new AbortController()
+      yield* tools.register(budgeted((_args, ctx) =>
+        new Promise<string>((_resolve, reject) => {
+          ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason))
+          signalDone(started)
+        }) as unknown as Effect.Effect<string>))
+      yield* tools.onExecute((exec, next) =>
+        Effect.suspend(() => {
+          exec.signal = outer.signal
+          return next
+        }), { prepend: true })
+      const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", arguments: {} }))
+      yield* Deferred.await(started)
+      yield* awaitTimer
+      outer.abort(new TimeoutPolicy.TimeoutReason(100))
+      assert.deepStrictEqual(yield* Fiber.join(fiber), errorResult("TOOL_TIMEOUT after 100ms"))
+      yield* TestClock.adjust("100 millis")
     }).pipe(Effect.provide(Presets.layerTest())))
 
   it.scoped("T-TMO-007: a caller abort before the deadline → ABORTED, not TOOL_TIMEOUT", () =>
