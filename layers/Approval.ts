@@ -1,6 +1,6 @@
 /**
  * Approval Layers: deny-all, unavailable, approve-all, scripted answers, and an interactive
- * queue an application answers. (Providing no Approval at all means every `ask` is denied,
+ * channel an application answers. (Providing no Approval at all means every `ask` is denied,
  * APPR-1.)
  *
  * @since 0.1.0
@@ -9,10 +9,13 @@ import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
+import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import { Approval, type ApprovalOutcome, type ApprovalRequest, make } from "../src/Approval.js"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import { Approval, type ApprovalOutcome, type ApprovalRequest, isOutcome, make } from "../src/Approval.js"
 
 /**
  * Answers every request with `outcome`.
@@ -103,20 +106,39 @@ export const layerScripted = (answers: ReadonlyArray<ScriptedAnswer>): Layer.Lay
  * @category models
  */
 export interface PendingApproval {
+  /** Stable for the lifetime of the layer (`approval-<n>`, in arrival order). */
+  readonly id: string
   readonly request: ApprovalRequest
-  /** Answers the request; `false` when it was already answered or cancelled. */
+  /**
+   * Answers the request: `true` when this answer decided it, `false` when it was already
+   * answered, cancelled or removed. A value outside the four outcomes decides `unavailable`
+   * (D-7).
+   */
   readonly answer: (outcome: ApprovalOutcome) => Effect.Effect<boolean>
 }
 
 /**
- * The application's side of the interactive approval channel.
+ * The application's side of the interactive approval channel. Everything here can be used from
+ * any fiber (or an HTTP handler running its own runtime).
+ *
+ * A request is pending from the moment it arrives until it is answered, its signal aborts
+ * (`cancelled`), its request Effect ends any other way (interrupted: `cancelled`) or the layer
+ * closes (`unavailable`); it is then removed, so nothing is retained for callers that left.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Interactive {
-  /** Pending requests, in arrival order. A request whose caller aborted is answered `cancelled`. */
-  readonly pending: Queue.Dequeue<PendingApproval>
+  /** The requests pending now, oldest first (a snapshot). */
+  readonly pending: Effect.Effect<ReadonlyArray<PendingApproval>>
+  /**
+   * Each pending request once, oldest first: those pending when the stream is pulled, then
+   * each new arrival. Nothing is buffered per consumer: a request removed before it is pulled
+   * is skipped. Ends when the layer closes. Every run is an independent consumer.
+   */
+  readonly arrivals: Stream.Stream<PendingApproval>
+  /** Answers the pending request `id`, as `PendingApproval.answer`; `false` for any other id. */
+  readonly answer: (id: string, outcome: ApprovalOutcome) => Effect.Effect<boolean>
 }
 
 /**
@@ -129,38 +151,171 @@ export class InteractiveApprovals extends Context.Tag("effect-tool-runtime/layer
 >() {}
 
 /**
- * Approval through an application-answered queue: each request is offered to
- * `InteractiveApprovals.pending` and waits for `answer`; the caller aborting (or the wait being
- * interrupted) resolves it as `cancelled`.
+ * The interactive layer refused a request it cannot watch: the request is not an object with
+ * a real `AbortSignal` as `signal` (the runtime maps the failure to `unavailable`, D-7).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ApprovalRequestError extends Schema.TaggedError<ApprovalRequestError>(
+  "effect-tool-runtime/layers/ApprovalRequestError"
+)("ApprovalRequestError", { message: Schema.String }) {}
+
+const INVALID_REQUEST = "an interactive approval request needs a real AbortSignal as `signal`"
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!
+const addListener = EventTarget.prototype.addEventListener
+const removeListener = EventTarget.prototype.removeEventListener
+
+class Entry {
+  readonly id: string
+  readonly view: PendingApproval
+  readonly decided = Deferred.unsafeMake<ApprovalOutcome>(FiberId.none)
+  private done = false
+  private readonly onAbort = () => {
+    this.settle("cancelled")
+  }
+
+  constructor(
+    readonly seq: number,
+    request: ApprovalRequest,
+    private readonly signal: AbortSignal,
+    private readonly channel: Channel
+  ) {
+    this.id = `approval-${seq}`
+    this.view = {
+      id: this.id,
+      request,
+      answer: (outcome) => Effect.sync(() => this.settle(outcome))
+    }
+    addListener.call(signal, "abort", this.onAbort, { once: true })
+  }
+
+  /** Decides the request once; every later call (answer, abort, end) is a no-op `false`. */
+  settle(outcome: unknown): boolean {
+    if (this.done) return false
+    this.done = true
+    this.channel.remove(this)
+    try {
+      removeListener.call(this.signal, "abort", this.onAbort)
+    } catch {
+      // the signal was checked at arrival; nothing is left to undo
+    }
+    Deferred.unsafeDone(this.decided, Exit.succeed(isOutcome(outcome) ? outcome : "unavailable"))
+    return true
+  }
+}
+
+type Waiter = (entry: Entry | undefined) => void
+
+class Channel {
+  private readonly bySeq = new Map<number, Entry>()
+  private readonly byId = new Map<string, Entry>()
+  private readonly waiters = new Set<Waiter>()
+  private lastSeq = 0
+  private closed = false
+
+  /**
+   * A new pending entry, or the outcome without one (`unavailable` once the layer closed,
+   * `cancelled` for an aborted signal); `undefined` when the request has no usable signal.
+   */
+  open(request: ApprovalRequest): Entry | "cancelled" | "unavailable" | undefined {
+    if (this.closed) return "unavailable"
+    let entry: Entry
+    try {
+      const signal: unknown = request.signal
+      if (abortedGetter.call(signal) === true) return "cancelled"
+      entry = new Entry(this.lastSeq + 1, request, signal as AbortSignal, this)
+    } catch {
+      return undefined
+    }
+    this.lastSeq = entry.seq
+    this.bySeq.set(entry.seq, entry)
+    this.byId.set(entry.id, entry)
+    const waiters = Array.from(this.waiters)
+    this.waiters.clear()
+    for (const waiter of waiters) waiter(entry)
+    return entry
+  }
+
+  remove(entry: Entry): void {
+    this.bySeq.delete(entry.seq)
+    this.byId.delete(entry.id)
+  }
+
+  get(id: unknown): Entry | undefined {
+    return typeof id === "string" ? this.byId.get(id) : undefined
+  }
+
+  snapshot(): ReadonlyArray<PendingApproval> {
+    return Array.from(this.bySeq.values(), (entry) => entry.view)
+  }
+
+  /** The oldest pending entry after `cursor` (a sequence number), scanning each gap once. */
+  private after(cursor: number): Entry | undefined {
+    const oldest = this.bySeq.values().next()
+    if (oldest.done === true) return undefined
+    if (oldest.value.seq > cursor) return oldest.value
+    for (let seq = cursor + 1; seq <= this.lastSeq; seq++) {
+      const entry = this.bySeq.get(seq)
+      if (entry !== undefined) return entry
+    }
+    return undefined
+  }
+
+  next(cursor: number): Effect.Effect<Option.Option<readonly [PendingApproval, number]>> {
+    return Effect.async<Entry | undefined>((resume) => {
+      const found = this.after(cursor)
+      if (found !== undefined || this.closed) return resume(Effect.succeed(found))
+      const waiter: Waiter = (entry) => resume(Effect.succeed(entry))
+      this.waiters.add(waiter)
+      return Effect.sync(() => {
+        this.waiters.delete(waiter)
+      })
+    }).pipe(Effect.map((entry) => entry === undefined ? Option.none() : Option.some([entry.view, entry.seq] as const)))
+  }
+
+  close(): void {
+    if (this.closed) return
+    this.closed = true
+    for (const entry of Array.from(this.bySeq.values())) entry.settle("unavailable")
+    const waiters = Array.from(this.waiters)
+    this.waiters.clear()
+    for (const waiter of waiters) waiter(undefined)
+  }
+}
+
+/**
+ * Approval through an application-answered channel: each request becomes pending on
+ * `InteractiveApprovals` (`pending`, `arrivals`) and waits for an answer. Its signal aborting,
+ * or the request Effect being interrupted, resolves it `cancelled` and removes it; an already
+ * aborted signal is `cancelled` without becoming pending. Exactly one outcome per request: the
+ * first of answer, abort, interruption or layer close wins; later answers return `false`.
+ * Requests after the layer closed, and those pending when it closes, are `unavailable`.
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerInteractive: Layer.Layer<Approval | InteractiveApprovals> = Layer.scopedContext(
   Effect.gen(function*() {
-    const queue = yield* Effect.acquireRelease(Queue.unbounded<PendingApproval>(), Queue.shutdown)
+    const channel = yield* Effect.acquireRelease(Effect.sync(() => new Channel()), (c) => Effect.sync(() => c.close()))
     const service = make((request) =>
-      Effect.gen(function*() {
-        const decided = yield* Deferred.make<ApprovalOutcome>()
-        yield* Queue.offer(queue, { request, answer: (outcome) => Deferred.succeed(decided, outcome) })
-        return yield* Effect.raceFirst(
-          Deferred.await(decided),
-          Effect.async<ApprovalOutcome>((resume) => {
-            const signal = request.signal
-            if (signal.aborted) {
-              Deferred.unsafeDone(decided, Exit.succeed("cancelled"))
-              return resume(Effect.succeed("cancelled"))
-            }
-            const onAbort = () => {
-              Deferred.unsafeDone(decided, Exit.succeed("cancelled"))
-              resume(Effect.succeed("cancelled"))
-            }
-            signal.addEventListener("abort", onAbort, { once: true })
-            return Effect.sync(() => signal.removeEventListener("abort", onAbort))
-          })
-        ).pipe(Effect.onInterrupt(() => Deferred.succeed(decided, "cancelled")))
-      })
+      Effect.uninterruptibleMask((restore) =>
+        Effect.suspend(() => {
+          const opened = channel.open(request)
+          if (opened === undefined) return Effect.fail(new ApprovalRequestError({ message: INVALID_REQUEST }))
+          if (typeof opened === "string") return Effect.succeed(opened)
+          return Effect.ensuring(
+            restore(Deferred.await(opened.decided)),
+            Effect.sync(() => opened.settle("cancelled"))
+          )
+        })
+      )
     )
-    return Context.make(Approval, service).pipe(Context.add(InteractiveApprovals, { pending: queue }))
+    const interactive: Interactive = {
+      pending: Effect.sync(() => channel.snapshot()),
+      arrivals: Stream.unfoldEffect(0, (cursor) => channel.next(cursor)),
+      answer: (id, outcome) => Effect.sync(() => channel.get(id)?.settle(outcome) ?? false)
+    }
+    return Context.make(Approval, service).pipe(Context.add(InteractiveApprovals, interactive))
   })
 )

@@ -3,9 +3,11 @@
  * against the service (the pipeline side is in ToolRuntime.approval.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Queue } from "effect"
+import { Cause, Chunk, Context, Effect, Exit, FastCheck, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
+import { getEventListeners } from "node:events"
 import * as ApprovalLayers from "../layers/Approval.js"
 import * as Approval from "../src/Approval.js"
+import * as Hostile from "./fixtures/hostile.js"
 import { isPending } from "./fixtures/runtime.js"
 
 const request = (signal: AbortSignal = new AbortController().signal, reason?: string): Approval.ApprovalRequest =>
@@ -80,13 +82,44 @@ describe("Approval layers", () => {
     }).pipe(Effect.provide(ApprovalLayers.layerScripted([() => Effect.fail(new Error("down"))]))))
 
   describe("layerInteractive", () => {
+    const { InteractiveApprovals } = ApprovalLayers
+
+    /** The oldest pending request (waits for one to arrive). */
+    const nextArrival = Effect.flatMap(
+      InteractiveApprovals,
+      ({ arrivals }) => Effect.map(Stream.runHead(arrivals), Option.getOrThrow)
+    )
+
+    const pendingCallIds = Effect.flatMap(
+      InteractiveApprovals,
+      ({ pending }) => Effect.map(pending, (all) => all.map((p) => p.request.callId))
+    )
+
+    /** Yields until exactly `n` requests are pending. */
+    const untilPending = (n: number) =>
+      Effect.gen(function*() {
+        const { pending } = yield* InteractiveApprovals
+        for (let i = 0; i < 100_000; i++) {
+          if ((yield* pending).length === n) return
+          yield* Effect.yieldNow()
+        }
+        throw new Error(`never reached ${n} pending requests`)
+      })
+
+    const abortListeners = (signal: AbortSignal) => getEventListeners(signal, "abort").length
+
+    const requestFor = (callId: string, signal: AbortSignal = new AbortController().signal) => ({
+      ...request(signal),
+      callId
+    })
+
     it.scoped("offers the request and resolves with the application's answer; a second answer is refused", () =>
       Effect.gen(function*() {
-        const { pending } = yield* ApprovalLayers.InteractiveApprovals
         const req = request(undefined, "please")
         const fiber = yield* Effect.fork(ask(req))
-        const offered = yield* Queue.take(pending)
+        const offered = yield* nextArrival
         assert.strictEqual(offered.request, req)
+        assert.strictEqual(offered.id, "approval-1")
         assert.isTrue(yield* isPending(fiber))
         assert.isTrue(yield* offered.answer("rejected"))
         assert.strictEqual(yield* Fiber.join(fiber), "rejected")
@@ -95,43 +128,332 @@ describe("Approval layers", () => {
 
     it.scoped("APPR-6: a caller abort while pending resolves `cancelled`; a late answer is refused", () =>
       Effect.gen(function*() {
-        const { pending } = yield* ApprovalLayers.InteractiveApprovals
         const controller = new AbortController()
         const fiber = yield* Effect.fork(ask(request(controller.signal)))
-        const offered = yield* Queue.take(pending)
+        const offered = yield* nextArrival
         controller.abort()
         assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
         assert.isFalse(yield* offered.answer("allowed-once"))
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
-    it.scoped("APPR-6: an already-aborted signal is `cancelled` at once", () =>
+    it.scoped("APPR-6: an already-aborted signal is `cancelled` at once and never pending", () =>
       Effect.gen(function*() {
         const controller = new AbortController()
         controller.abort()
         assert.strictEqual(yield* ask(request(controller.signal)), "cancelled")
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(abortListeners(controller.signal), 0)
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
-    it.scoped("interrupting the wait marks the request cancelled (a late answer is refused)", () =>
+    it.scoped("arrivals are delivered in arrival order; each run of the stream is its own consumer", () =>
       Effect.gen(function*() {
-        const { pending } = yield* ApprovalLayers.InteractiveApprovals
-        const fiber = yield* Effect.fork(ask())
-        const offered = yield* Queue.take(pending)
-        yield* Fiber.interrupt(fiber)
-        assert.isFalse(yield* offered.answer("allowed-once"))
-      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
-
-    it.scoped("requests are queued in arrival order", () =>
-      Effect.gen(function*() {
-        const { pending } = yield* ApprovalLayers.InteractiveApprovals
-        const a = yield* Effect.fork(ask({ ...request(), callId: "a" }))
-        yield* isPending(a)
-        const b = yield* Effect.fork(ask({ ...request(), callId: "b" }))
-        const first = yield* Queue.take(pending)
-        const second = yield* Queue.take(pending)
-        assert.deepStrictEqual([first.request.callId, second.request.callId], ["a", "b"])
-        yield* second.answer("rejected")
-        yield* first.answer("allowed-once")
+        const { arrivals } = yield* InteractiveApprovals
+        const a = yield* Effect.fork(ask(requestFor("a")))
+        yield* untilPending(1)
+        const b = yield* Effect.fork(ask(requestFor("b")))
+        yield* untilPending(2)
+        const first = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.take(arrivals, 2)))
+        const again = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.take(arrivals, 2)))
+        assert.deepStrictEqual(first.map((p) => [p.id, p.request.callId]), [["approval-1", "a"], ["approval-2", "b"]])
+        assert.deepStrictEqual(again.map((p) => p.id), ["approval-1", "approval-2"])
+        yield* first[1]!.answer("rejected")
+        yield* first[0]!.answer("allowed-once")
         assert.deepStrictEqual([yield* Fiber.join(a), yield* Fiber.join(b)], ["allowed-once", "rejected"])
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("arrivals waits for the next request; answer(id) works from another fiber", () =>
+      Effect.gen(function*() {
+        const interactive = yield* InteractiveApprovals
+        const consumer = yield* Effect.fork(Stream.runCollect(Stream.take(interactive.arrivals, 1)))
+        assert.isTrue(yield* isPending(consumer))
+        const fiber = yield* Effect.fork(ask(requestFor("late")))
+        const [seen] = Chunk.toReadonlyArray(yield* Fiber.join(consumer))
+        assert.strictEqual(seen!.request.callId, "late")
+        const answerer = yield* Effect.fork(interactive.answer(seen!.id, "allowed-once"))
+        assert.isTrue(yield* Fiber.join(answerer))
+        assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
+        assert.isFalse(yield* interactive.answer(seen!.id, "rejected"))
+        assert.isFalse(yield* interactive.answer("approval-999", "rejected"))
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9 / APPR-5: 2,000 aborted requests leave nothing pending and no abort listener", () =>
+      Effect.gen(function*() {
+        const n = 2_000
+        const controllers = Array.from({ length: n }, () => new AbortController())
+        const fibers = yield* Effect.forEach(
+          controllers,
+          (controller, i) => Effect.fork(ask(requestFor(`c${i}`, controller.signal)))
+        )
+        yield* untilPending(n)
+        for (const controller of controllers) controller.abort()
+        const outcomes = yield* Fiber.joinAll(fibers)
+        assert.isTrue(outcomes.every((outcome) => outcome === "cancelled"))
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(controllers.filter((c) => abortListeners(c.signal) > 0).length, 0)
+        const fresh = yield* Effect.fork(ask(requestFor("fresh")))
+        const next = yield* nextArrival
+        assert.strictEqual(next.request.callId, "fresh")
+        assert.strictEqual(next.id, `approval-${n + 1}`)
+        yield* next.answer("rejected")
+        assert.strictEqual(yield* Fiber.join(fresh), "rejected")
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9: a request removed before a consumer pulls it is skipped by arrivals", () =>
+      Effect.gen(function*() {
+        const { arrivals } = yield* InteractiveApprovals
+        const b = new AbortController()
+        const fa = yield* Effect.fork(ask(requestFor("a")))
+        yield* untilPending(1)
+        const fb = yield* Effect.fork(ask(requestFor("b", b.signal)))
+        yield* untilPending(2)
+        const fc = yield* Effect.fork(ask(requestFor("c")))
+        yield* untilPending(3)
+        b.abort()
+        assert.strictEqual(yield* Fiber.join(fb), "cancelled")
+        assert.deepStrictEqual(yield* pendingCallIds, ["a", "c"])
+        const seen = Chunk.toReadonlyArray(yield* Stream.runCollect(Stream.take(arrivals, 2)))
+        assert.deepStrictEqual(seen.map((p) => p.request.callId), ["a", "c"])
+        yield* Fiber.interrupt(fa)
+        yield* Fiber.interrupt(fc)
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9 / D-14: a request whose wait is interrupted is removed; a late answer is refused", () =>
+      Effect.gen(function*() {
+        const { answer } = yield* InteractiveApprovals
+        const controller = new AbortController()
+        const fiber = yield* Effect.fork(ask(request(controller.signal)))
+        const offered = yield* nextArrival
+        assert.strictEqual(abortListeners(controller.signal), 1)
+        yield* Fiber.interrupt(fiber)
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(abortListeners(controller.signal), 0)
+        assert.isFalse(yield* offered.answer("allowed-once"))
+        assert.isFalse(yield* answer(offered.id, "allowed-once"))
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9: a request answered normally is removed (and its abort listener with it)", () =>
+      Effect.gen(function*() {
+        const { answer } = yield* InteractiveApprovals
+        const controller = new AbortController()
+        const fiber = yield* Effect.fork(ask(request(controller.signal)))
+        const offered = yield* nextArrival
+        assert.isTrue(yield* answer(offered.id, "allowed-once"))
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(abortListeners(controller.signal), 0)
+        assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
+        controller.abort()
+        assert.isFalse(yield* offered.answer("rejected"))
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9 / APPR-5: an abort racing an answer gives exactly one outcome (abort first → cancelled)", () =>
+      Effect.gen(function*() {
+        const controller = new AbortController()
+        const fiber = yield* Effect.fork(ask(request(controller.signal)))
+        const offered = yield* nextArrival
+        const [, answered] = yield* Effect.zip(Effect.sync(() => controller.abort()), offered.answer("allowed-once"))
+        assert.isFalse(answered)
+        assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9 / APPR-5: an abort racing an answer gives exactly one outcome (answer first → the answer)", () =>
+      Effect.gen(function*() {
+        const controller = new AbortController()
+        const fiber = yield* Effect.fork(ask(request(controller.signal)))
+        const offered = yield* nextArrival
+        const [answered] = yield* Effect.zip(offered.answer("allowed-once"), Effect.sync(() => controller.abort()))
+        assert.isTrue(answered)
+        assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
+        assert.isFalse(yield* offered.answer("rejected"))
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(abortListeners(controller.signal), 0)
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    it.scoped("issue 8 item 9: an answer given by an abort listener that runs before the layer's wins; the abort adds nothing", () =>
+      Effect.gen(function*() {
+        const controller = new AbortController()
+        const runtime = yield* Effect.runtime<never>()
+        const results: Array<boolean> = []
+        let offered: ApprovalLayers.PendingApproval | undefined
+        controller.signal.addEventListener("abort", () => {
+          if (offered !== undefined) results.push(Runtime.runSync(runtime)(offered.answer("rejected")))
+        })
+        const fiber = yield* Effect.fork(ask(request(controller.signal)))
+        offered = yield* nextArrival
+        controller.abort()
+        assert.deepStrictEqual(results, [true])
+        assert.strictEqual(yield* Fiber.join(fiber), "rejected")
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    const requestError = "an interactive approval request needs a real AbortSignal as `signal`"
+    const hostileRequests: ReadonlyArray<readonly [string, () => unknown]> = [
+      ["null", () => null],
+      ["undefined", () => undefined],
+      ["a throwing proxy", () => Hostile.throwingProxy()],
+      ["a revoked proxy", () => Hostile.revokedProxy()],
+      ["a null-prototype object without a signal", () => Hostile.nullProto({ agent: "a", toolName: "t", callId: "c" })],
+      ["a throwing `signal` getter", () =>
+        Object.defineProperty({ agent: "a", toolName: "t", callId: "c" }, "signal", {
+          get: () => {
+            throw new Error("hostile signal")
+          }
+        })],
+      ["a fake signal object", () => ({ ...request(), signal: { aborted: false, addEventListener: () => {} } })],
+      ["a signal that is a throwing proxy", () => ({ ...request(), signal: Hostile.throwingProxy() })],
+      ["a signal that is a revoked proxy", () => ({ ...request(), signal: Hostile.revokedProxy() })],
+      ["a signal with AbortSignal's prototype but no brand", () =>
+        ({ ...request(), signal: Object.create(AbortSignal.prototype) })],
+      ["a proxy over a real signal whose traps throw", () =>
+        ({ ...request(), signal: Hostile.throwingProxy(new AbortController().signal) })],
+      ["a bigint signal", () => ({ ...request(), signal: 10n })]
+    ]
+    for (const [label, make] of hostileRequests) {
+      it.scoped(`issue 8 item 9 / D-7: a request with ${label} fails with ApprovalRequestError and leaves nothing pending`, () =>
+        Effect.gen(function*() {
+          const service = yield* Approval.Approval
+          const exit = yield* Effect.exit(service.request(make() as Approval.ApprovalRequest))
+          assert.deepStrictEqual(
+            exit,
+            Exit.fail(new ApprovalLayers.ApprovalRequestError({ message: requestError }))
+          )
+          assert.deepStrictEqual(yield* pendingCallIds, [])
+        }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+    }
+
+    it.scoped("issue 8 item 9: the request's `signal` is read exactly once, and nothing else of it", () =>
+      Effect.gen(function*() {
+        const controller = new AbortController()
+        const { reads, value } = Hostile.counted({ agent: "a", toolName: "t", callId: "c", signal: controller.signal })
+        const fiber = yield* Effect.fork(ask(value as Approval.ApprovalRequest))
+        const offered = yield* nextArrival
+        assert.strictEqual(offered.request, value)
+        controller.abort()
+        assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
+        assert.deepStrictEqual(Object.fromEntries(reads), { signal: 1 })
+      }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+
+    for (const kind of Hostile.kinds) {
+      it.scoped(`issue 8 item 9 / D-7: answering with a ${kind} decides \`unavailable\`; a ${kind} id answers nothing`, () =>
+        Effect.gen(function*() {
+          const { answer } = yield* InteractiveApprovals
+          const fiber = yield* Effect.fork(ask())
+          const offered = yield* nextArrival
+          assert.isFalse(yield* answer(Hostile.make(kind) as string, "allowed-once"))
+          assert.isTrue(yield* isPending(fiber))
+          assert.isTrue(yield* offered.answer(Hostile.make(kind) as Approval.ApprovalOutcome))
+          assert.strictEqual(yield* Fiber.join(fiber), "unavailable")
+          assert.isFalse(yield* offered.answer("allowed-once"))
+          assert.deepStrictEqual(yield* pendingCallIds, [])
+        }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
+    }
+
+    it.effect("closing the layer decides pending requests `unavailable`, ends arrivals, and refuses new requests", () =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(ApprovalLayers.layerInteractive, scope)
+        const service = Context.get(context, Approval.Approval)
+        const interactive = Context.get(context, InteractiveApprovals)
+        const controller = new AbortController()
+        const fiber = yield* Effect.fork(service.request(request(controller.signal)))
+        const consumer = yield* Effect.fork(Stream.runCollect(interactive.arrivals))
+        yield* Effect.provide(untilPending(1), context)
+        assert.isTrue(yield* isPending(consumer))
+        yield* Scope.close(scope, Exit.void)
+        assert.strictEqual(yield* Fiber.join(fiber), "unavailable")
+        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Fiber.join(consumer)).map((p) => p.id), ["approval-1"])
+        assert.strictEqual(abortListeners(controller.signal), 0)
+        assert.strictEqual(yield* service.request(request()), "unavailable")
+        assert.deepStrictEqual(yield* interactive.pending, [])
+        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Stream.runCollect(interactive.arrivals)), [])
+      }))
+
+    type Action =
+      | { readonly _tag: "answer"; readonly target: number; readonly outcome: Approval.ApprovalOutcome }
+      | { readonly _tag: "answerById"; readonly target: number; readonly outcome: Approval.ApprovalOutcome }
+      | { readonly _tag: "abort"; readonly target: number }
+      | { readonly _tag: "interrupt"; readonly target: number }
+
+    const scenario = FastCheck.integer({ min: 1, max: 4 }).chain((n) =>
+      FastCheck.record({
+        n: FastCheck.constant(n),
+        steps: FastCheck.array(
+          FastCheck.record({
+            action: FastCheck.oneof(
+              FastCheck.record({
+                _tag: FastCheck.constantFrom("answer" as const, "answerById" as const),
+                target: FastCheck.integer({ min: 0, max: n - 1 }),
+                outcome: FastCheck.constantFrom(...Approval.outcomes)
+              }),
+              FastCheck.record({
+                _tag: FastCheck.constantFrom("abort" as const, "interrupt" as const),
+                target: FastCheck.integer({ min: 0, max: n - 1 })
+              })
+            ) as FastCheck.Arbitrary<Action>,
+            yieldAfter: FastCheck.boolean()
+          }),
+          { maxLength: 10 }
+        )
+      })
+    )
+
+    it.live.prop(
+      "issue 8 item 9 / APPR-5: any interleaving of answers, aborts and interrupts decides each request once and leaves nothing pending",
+      [scenario],
+      ([{ n, steps }]) =>
+        Effect.gen(function*() {
+          const interactive = yield* InteractiveApprovals
+          const controllers = Array.from({ length: n }, () => new AbortController())
+          const fibers = yield* Effect.forEach(
+            controllers,
+            (controller, i) => Effect.fork(ask(requestFor(`r${i}`, controller.signal)))
+          )
+          yield* untilPending(n)
+          const views = new Map((yield* interactive.pending).map((p) => [p.request.callId, p]))
+          const first: Array<Action | undefined> = Array.from({ length: n }, () => undefined)
+          const wins: Array<number> = Array.from({ length: n }, () => 0)
+          for (const { action, yieldAfter } of steps) {
+            const target = action.target
+            const view = views.get(`r${target}`)!
+            const isFirst = first[target] === undefined
+            if (isFirst) first[target] = action
+            switch (action._tag) {
+              case "answer":
+              case "answerById": {
+                const answered = action._tag === "answer"
+                  ? yield* view.answer(action.outcome)
+                  : yield* interactive.answer(view.id, action.outcome)
+                assert.strictEqual(answered, isFirst, "an answer decides only a request nothing decided yet")
+                if (answered) wins[target]!++
+                break
+              }
+              case "abort":
+                controllers[target]!.abort()
+                break
+              case "interrupt":
+                yield* Fiber.interrupt(fibers[target]!)
+                break
+            }
+            if (yieldAfter) yield* Effect.yieldNow()
+          }
+          for (const fiber of fibers) yield* Fiber.interrupt(fiber)
+          for (let i = 0; i < n; i++) {
+            const exit = yield* Fiber.await(fibers[i]!)
+            const action = first[i]
+            assert.isAtMost(wins[i]!, 1)
+            if (action === undefined || action._tag === "interrupt") {
+              assert.isTrue(Exit.isInterrupted(exit), `r${i} was interrupted before anything decided it`)
+            } else if (Exit.isSuccess(exit)) {
+              assert.strictEqual(exit.value, action._tag === "abort" ? "cancelled" : action.outcome)
+            } else {
+              assert.isTrue(Cause.isInterruptedOnly(exit.cause), `r${i} ends only by its outcome or an interruption`)
+            }
+          }
+          assert.deepStrictEqual(yield* interactive.pending, [])
+          assert.strictEqual(controllers.filter((c) => abortListeners(c.signal) > 0).length, 0)
+        }).pipe(Effect.provide(ApprovalLayers.layerInteractive)),
+      { fastCheck: { numRuns: 200 } }
+    )
   })
 })
