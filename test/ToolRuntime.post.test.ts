@@ -149,21 +149,29 @@ describe("POST-2 (block)", () => {
       }).pipe(Effect.provide(Presets.layerTest())))
   }
 
-  it.scoped("D-3 / T-POST-006: non-lossless or malformed block feedback is a final error (no info)", () =>
+  it.scoped("D-3 / T-POST-006 / issue 8 item 13c: non-lossless block feedback gives the spec's message; malformed is a final error", () =>
     Effect.gen(function*() {
       const { probe, tools } = yield* setup
-      const feedbacks: ReadonlyArray<unknown> = [[{ type: "text", text: "x", f: () => 1 }], "text", [{ type: "link" }]]
+      const feedbacks: ReadonlyArray<unknown> = [
+        [{ type: "text", text: "x", f: () => 1 }],
+        [{ type: "text", text: "x", big: 1n }],
+        "text",
+        [{ type: "link" }]
+      ]
+      const messages = [
+        "tool result must be losslessly JSON-serializable",
+        "tool result must be losslessly JSON-serializable",
+        "tools/post-execute block feedback: content must be an array of content blocks",
+        "tools/post-execute block feedback: content[0].type must be \"text\", \"image\" or \"reasoning\""
+      ]
       let index = 0
       yield* tools.onPostExecute(() => Effect.sync(() => PostDecision.Block({ feedback: feedbacks[index] as Content })))
       for (; index < feedbacks.length; index++) {
         const result = yield* execute({ callId: `c${index}`, name: "echo", arguments: {} })
-        assert.isTrue(result.isError)
-        const error = result.isError ? result.error : { message: "" }
-        assert.deepStrictEqual(Object.keys(error), ["message"])
-        assert.isTrue(error.message.startsWith("tools/post-execute block feedback"), error.message)
-        assert.deepStrictEqual(result.content, text(`Error: ${error.message}`))
+        assert.deepStrictEqual(result, errorResult(messages[index]!))
       }
-      assert.strictEqual(probe.count("fin"), 3)
+      assert.strictEqual(probe.count("fin"), feedbacks.length)
+      assert.strictEqual(probe.count("observe"), feedbacks.length)
     }).pipe(Effect.provide(Presets.layerTest())))
 })
 

@@ -20,6 +20,7 @@ import type * as ToolRuntime from "../ToolRuntime.js"
 import { withCaptured } from "./context.js"
 import {
   cancelled,
+  concatContexts,
   DispatchView,
   failWith,
   frozen,
@@ -31,7 +32,7 @@ import {
   withDeferred
 } from "./execution.js"
 import { createSuccess, type Outcome } from "./output.js"
-import { awaitSettled, isThenable, suspendUser } from "./promise.js"
+import { invokeUser } from "./promise.js"
 import { type BodyCancellation, fuseCaller } from "./signals.js"
 import { waterfall } from "./waterfall.js"
 
@@ -41,12 +42,7 @@ const invokeBody = (
   definition: Registry.RegisteredTool["definition"],
   args: JsonValue | undefined,
   ctx: RunContext
-): Effect.Effect<unknown, unknown, unknown> =>
-  suspendUser(() => {
-    const out = definition.execute(args as JsonValue, ctx)
-    if (Effect.isEffect(out)) return out
-    return isThenable(out) ? awaitSettled(out) : Effect.succeed(out)
-  })
+): Effect.Effect<unknown, unknown, unknown> => invokeUser(() => definition.execute(args as JsonValue, ctx))
 
 const withContext = <A, E>(
   effect: Effect.Effect<A, E, unknown>,
@@ -133,18 +129,46 @@ type Dispatched = ToolRuntime.Dispatched
 
 const finalDispatched = (result: Result): Dispatched => ({ _tag: "FinalResult", result })
 
-const readResult = (raw: unknown): Outcome<{ readonly isError: unknown; readonly record: Record<string, unknown> }> => {
-  if (typeof raw !== "object" || raw === null) {
-    return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
-  }
+/** A wrapper's result with each field read exactly once (AROUND-6). */
+interface ResultRead {
+  readonly isError: unknown
+  readonly error: unknown
+  readonly content: unknown
+  readonly meta: unknown
+  readonly additionalContexts: unknown
+  readonly value: unknown
+}
+
+const MALFORMED_RESULT = "tools/execute returned a malformed result"
+
+const readResult = (raw: unknown): Outcome<ResultRead> => {
+  if (typeof raw !== "object" || raw === null) return { ok: false, error: new TypeError(MALFORMED_RESULT) }
   try {
-    return {
-      ok: true,
-      value: { isError: (raw as { isError?: unknown }).isError, record: raw as Record<string, unknown> }
+    const r = raw as { readonly [K in keyof ResultRead]?: unknown }
+    const isError = r.isError
+    if (isError === true) {
+      return {
+        ok: true,
+        value: {
+          isError,
+          error: r.error,
+          content: r.content,
+          meta: r.meta,
+          additionalContexts: r.additionalContexts,
+          value: undefined
+        }
+      }
+    }
+    if (isError === false) {
+      return {
+        ok: true,
+        value: { isError, error: undefined, content: undefined, meta: undefined, additionalContexts: r.additionalContexts, value: r.value }
+      }
     }
   } catch (error) {
     return { ok: false, error }
   }
+  return { ok: false, error: new TypeError(MALFORMED_RESULT) }
 }
 
 /** AROUND-5/6: trust only this execution's canonical results; re-process everything else. */
@@ -155,29 +179,22 @@ const normalize = (state: State, raw: unknown): Outcome<Result> => {
   }
   const read = readResult(raw)
   if (!read.ok) return read
-  const { isError, record } = read.value
-  try {
-    if (isError === true) {
-      const rebuilt: Record<string, unknown> = { isError: true, error: record.error, content: record.content }
-      if (record.meta !== undefined) rebuilt.meta = record.meta
-      if (record.additionalContexts !== undefined) rebuilt.additionalContexts = record.additionalContexts
-      return { ok: true, value: Json.deepFreeze(rebuilt) as unknown as Result }
-    }
-    if (isError === false) {
-      const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
-      if (entry === undefined) return { ok: false, error: new ToolNotFoundError({ toolName: state.name }) }
-      const success = createSuccess(entry, state.execution, record.value, state.concluded, runtime.marks)
-      if (!success.ok) return success
-      const contexts = record.additionalContexts
-      return {
-        ok: true,
-        value: contexts === undefined ? success.value : { ...success.value, additionalContexts: contexts as never }
-      }
-    }
-  } catch (error) {
-    return { ok: false, error }
+  const r = read.value
+  if (r.isError === true) {
+    const rebuilt: Record<string, unknown> = { isError: true, error: r.error, content: r.content }
+    if (r.meta !== undefined) rebuilt.meta = r.meta
+    if (r.additionalContexts !== undefined) rebuilt.additionalContexts = r.additionalContexts
+    return { ok: true, value: Json.deepFreeze(rebuilt) as unknown as Result }
   }
-  return { ok: false, error: new TypeError("tools/execute returned a malformed result") }
+  const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+  if (entry === undefined) return { ok: false, error: new ToolNotFoundError({ toolName: state.name }) }
+  const success = createSuccess(entry, state.execution, r.value, state.concluded, runtime.marks)
+  if (!success.ok) return success
+  const contexts = r.additionalContexts
+  return {
+    ok: true,
+    value: contexts === undefined ? success.value : { ...success.value, additionalContexts: contexts as never }
+  }
 }
 
 const afterDispatch = (state: State, raw: unknown): Dispatched => {
@@ -185,8 +202,8 @@ const afterDispatch = (state: State, raw: unknown): Dispatched => {
   if (!normalized.ok) return finalDispatched(withDeferred(state, failWith(normalized.error)))
   let result = normalized.value
   if (state.deferred.length > 0) {
-    const carried = result.additionalContexts
-    result = withContexts(result, carried === undefined ? state.deferred.slice() : [...state.deferred, ...carried])
+    const merged = concatContexts(state.deferred, result.additionalContexts)
+    if (merged !== undefined) result = withContexts(result, merged)
   }
   if (state.caller.aborted && !result.isError) result = cancelled(state, result)
   return { _tag: "PostResult", result }

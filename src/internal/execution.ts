@@ -6,6 +6,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import type * as Approval from "../Approval.js"
 import * as Content from "../Content.js"
 import type { UserMessage } from "../Content.js"
@@ -19,7 +20,7 @@ import { detailOf, InvalidContextError, InvalidParentError, ToolNotFoundError } 
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import type { CanonicalMarks } from "./output.js"
-import { type BodyCancellation, Caller } from "./signals.js"
+import { type BodyCancellation, Caller, isAbortSignal } from "./signals.js"
 
 /** @internal */
 export type Result = ToolResult.ToolResult
@@ -33,6 +34,8 @@ export interface Runtime {
   readonly marks: CanonicalMarks
   /** Tokens of executions whose body is running, for parent verification (D-5). */
   readonly running: Map<symbol, number>
+  /** Approval fibers still running after their call stopped waiting for them (APPR-5, D-14). */
+  readonly background: Set<Fiber.RuntimeFiber<unknown>>
 }
 
 /** @internal */
@@ -97,19 +100,72 @@ export const withContexts = <A extends Result>(result: A, contexts: ReadonlyArra
 export const cancelled = (state: State, replaced: Result): Result => {
   const result = state.bodyInvoked ? ToolResult.aborted() : ToolResult.abortedBeforeDispatch()
   const contexts = replaced.additionalContexts
-  return contexts === undefined || contexts.length === 0 ? result : { ...result, additionalContexts: contexts }
+  let keep = false
+  try {
+    keep = Array.isArray(contexts) && contexts.length > 0
+  } catch {
+    keep = false
+  }
+  return keep ? { ...result, additionalContexts: contexts! } : result
+}
+
+/**
+ * `[...first, ...carried]` when `carried` (contexts a wrapper or policy result carried, not yet
+ * validated) reads as an array; `undefined` when it does not, so FIN-2 reports it.
+ *
+ * @internal
+ */
+export const concatContexts = (
+  first: ReadonlyArray<UserMessage>,
+  carried: unknown,
+  carriedFirst = false
+): Array<UserMessage> | undefined => {
+  if (carried === undefined) return first.slice()
+  try {
+    if (!Array.isArray(carried)) return undefined
+    return carriedFirst ? [...carried, ...first] : [...first, ...carried]
+  } catch {
+    return undefined
+  }
 }
 
 /** @internal */
 export const succeedNow = <A>(value: A): Effect.Effect<A> => Effect.succeed(value)
 
-/** @internal */
+const UNPRINTABLE_VALUE = "<unprintable value>"
+
+/**
+ * A short text for a value a user callback produced, for error messages: JSON when the value
+ * is lossless (read through one snapshot), else a best-effort JSON, else a fixed text. Total:
+ * never throws and never converts an object to a primitive.
+ *
+ * @internal
+ */
 export const describe = (value: unknown): string => {
-  try {
-    return JSON.stringify(value) ?? String(value)
-  } catch {
-    return String(value)
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "boolean":
+      return JSON.stringify(value) ?? String(value)
+    case "undefined":
+      return "undefined"
+    case "bigint":
+      return `${value}n`
+    case "symbol":
+      return "a symbol"
+    case "function":
+      return "a function"
   }
+  if (value === null) return "null"
+  const snap = Json.snapshot(value)
+  if (snap._tag === "Lossless") return JSON.stringify(snap.value)
+  try {
+    const json = JSON.stringify(value)
+    if (typeof json === "string") return json
+  } catch {
+    // fall through
+  }
+  return UNPRINTABLE_VALUE
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -257,7 +313,37 @@ class ExecutionView implements ToolExecution {
   }
 }
 
-/** @internal */
+/** Why a call's input was rejected before anything else ran (CREATE-1, D-20). */
+const identityProblem = (
+  callId: unknown,
+  rootCallId: unknown,
+  name: unknown,
+  agent: unknown,
+  parent: unknown,
+  signal: unknown
+): string | undefined => {
+  if (typeof callId !== "string" || typeof name !== "string") return "tool execution input needs string callId and name"
+  if (rootCallId !== undefined && typeof rootCallId !== "string") {
+    return "tool execution input rootCallId must be a string when present"
+  }
+  if (agent !== undefined && typeof agent !== "string") return "tool execution input agent must be a string when present"
+  if (parent !== undefined && typeof parent !== "symbol") {
+    return "tool execution input parent must be an execution token (a symbol) when present"
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    return "tool execution input signal must be an AbortSignal when present"
+  }
+  return undefined
+}
+
+/**
+ * CREATE-1…6: reads the input's identity fields once, probes the definition, captures the
+ * finalizer, then reads and snapshots the arguments. A bad input (not an object, a field of the
+ * wrong type, a signal that is not a genuine `AbortSignal`, a getter that throws) is a
+ * final-result error; nothing else of it is read.
+ *
+ * @internal
+ */
 export const create = (
   runtime: Runtime,
   input: ExecuteInput,
@@ -265,24 +351,28 @@ export const create = (
 ): ToolRuntime.Prepared | State => {
   let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
   let identityError: unknown = undefined
-  try {
-    callId = input.callId
-    rootCallId = input.rootCallId
-    name = input.name
-    agent = input.agent
-    parent = input.parent
-    signal = input.signal
-  } catch (error) {
-    identityError = error
+  if ((typeof input !== "object" && typeof input !== "function") || input === null) {
+    identityError = new TypeError("tool execution input must be an object")
+  } else {
+    try {
+      callId = input.callId
+      rootCallId = input.rootCallId
+      name = input.name
+      agent = input.agent
+      parent = input.parent
+      signal = input.signal
+    } catch (error) {
+      identityError = error
+    }
   }
-  const caller = new Caller(signal instanceof AbortSignal ? signal : undefined)
+  const problem = identityError === undefined
+    ? identityProblem(callId, rootCallId, name, agent, parent, signal)
+    : undefined
+  const valid = identityError === undefined && problem === undefined
+  const caller = new Caller(valid ? signal as AbortSignal | undefined : undefined)
   setCaller(caller)
   const token = Symbol("effect-tool-runtime.execution")
-  if (
-    identityError !== undefined || typeof callId !== "string" || typeof name !== "string" ||
-    (rootCallId !== undefined && typeof rootCallId !== "string") ||
-    (agent !== undefined && typeof agent !== "string") || (parent !== undefined && typeof parent !== "symbol")
-  ) {
+  if (!valid) {
     const exec = new ExecutionView(
       token,
       typeof callId === "string" ? callId : "",
@@ -294,10 +384,28 @@ export const create = (
       caller
     )
     const state = new State(runtime, exec, caller, undefined, undefined)
-    const error = identityError ?? new TypeError("tool execution input needs string callId and name")
-    return final(state, failWith(error))
+    return final(state, failWith(identityError ?? new TypeError(problem)))
   }
-  const view = runtime.registry.unsafeView(agent as AgentId | undefined)
+  const identity = { callId, rootCallId, name, agent, parent } as CheckedIdentity
+  return createChecked(runtime, input, caller, token, identity)
+}
+
+interface CheckedIdentity {
+  readonly callId: string
+  readonly rootCallId: string | undefined
+  readonly name: string
+  readonly agent: AgentId | undefined
+  readonly parent: symbol | undefined
+}
+
+const createChecked = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  caller: Caller,
+  token: symbol,
+  { agent, callId, name, parent, rootCallId }: CheckedIdentity
+): ToolRuntime.Prepared | State => {
+  const view = runtime.registry.unsafeView(agent)
   const probe = view.get(name)
   const definition = probe?.definition
   const finalizer = callbackOf(definition, "finalizeContent")
@@ -313,10 +421,10 @@ export const create = (
   const exec = new ExecutionView(
     token,
     callId,
-    (rootCallId as string | undefined) ?? callId,
+    rootCallId ?? callId,
     name,
-    agent as AgentId | undefined,
-    parent as symbol | undefined,
+    agent,
+    parent,
     args._tag === "Lossless" ? args.value : undefined,
     caller
   )
@@ -331,7 +439,7 @@ export const create = (
         : ToolResult.failure({ message: "tool execution arguments must be losslessly JSON-serializable" })
     )
   }
-  if (parent !== undefined && !runtime.running.has(parent as symbol)) {
+  if (parent !== undefined && !runtime.running.has(parent)) {
     const state = new State(runtime, exec, caller, finalizer, undefined)
     return final(state, failWith(new InvalidParentError({ toolName: name })))
   }

@@ -15,6 +15,7 @@ import { detailOfCause, InvalidContextError, ToolNotFoundError } from "../ToolEr
 import * as ToolResult from "../ToolResult.js"
 import {
   cancelled,
+  concatContexts,
   describe,
   failWith,
   type Result,
@@ -39,47 +40,91 @@ const blockMessage = (feedback: Content.Content): string => {
   return message === "" ? BLOCKED : message
 }
 
+const NOT_LOSSLESS = "tool result must be losslessly JSON-serializable"
+
 const checkDecisionContexts = (
   state: State,
   contexts: unknown
 ): Outcome<ReadonlyArray<UserMessage>> => {
   if (contexts === undefined) return { ok: true, value: [] }
-  if (!Array.isArray(contexts)) {
-    return { ok: false, error: new TypeError("tools/post-execute additionalContexts must be an array") }
-  }
   const out: Array<UserMessage> = []
-  for (const context of contexts) {
-    const checked = Content.checkUserMessage(context, state.runtime.ids.next)
-    if (checked._tag === "Invalid") return { ok: false, error: new InvalidContextError({ reason: checked.reason }) }
-    out.push(checked.value)
+  try {
+    if (!Array.isArray(contexts)) {
+      return { ok: false, error: new TypeError("tools/post-execute additionalContexts must be an array") }
+    }
+    for (const context of contexts as ReadonlyArray<unknown>) {
+      const checked = Content.checkUserMessage(context, state.runtime.ids.next)
+      if (checked._tag === "Invalid") return { ok: false, error: new InvalidContextError({ reason: checked.reason }) }
+      out.push(checked.value)
+    }
+  } catch (error) {
+    return { ok: false, error }
   }
   return { ok: true, value: out }
 }
 
+/** Block feedback (ERR-3, D-3): lossless JSON first (T-POST-006), then content blocks. */
+const checkFeedback = (feedback: unknown): Outcome<Content.Content> => {
+  const snap = Json.snapshotFrozen(feedback)
+  if (snap._tag === "Threw") return { ok: false, error: snap.error }
+  if (snap._tag === "NotLossless") return { ok: false, error: new TypeError(NOT_LOSSLESS) }
+  const content = Content.checkShape(snap.value)
+  return content._tag === "Invalid"
+    ? { ok: false, error: new TypeError(`tools/post-execute block feedback: ${content.reason}`) }
+    : { ok: true, value: content.value }
+}
+
 const hasOwn = (o: object, key: string) => Object.prototype.hasOwnProperty.call(o, key)
 
-/** Applies a post decision; `Final` marks a pipeline failure (POST-3/5/7). */
+/** A post decision with each field read exactly once (D-2: nothing validated can change after). */
+interface PostRead {
+  readonly tag: unknown
+  readonly contexts: unknown
+  readonly feedback: unknown
+  readonly replacesContent: boolean
+  readonly content: unknown
+  readonly replacesValue: boolean
+  readonly value: unknown
+}
+
+const readPost = (decision: object): Outcome<PostRead> => {
+  try {
+    const d = decision as {
+      readonly _tag?: unknown
+      readonly feedback?: unknown
+      readonly content?: unknown
+      readonly value?: unknown
+      readonly additionalContexts?: unknown
+    }
+    const tag = d._tag
+    const contexts = d.additionalContexts
+    const feedback = tag === "Block" ? d.feedback : undefined
+    const replacesContent = tag === "Accept" && hasOwn(d, "content")
+    const content = replacesContent ? d.content : undefined
+    const replacesValue = tag === "Accept" && hasOwn(d, "value")
+    const value = replacesValue ? d.value : undefined
+    return { ok: true, value: { tag, contexts, feedback, replacesContent, content, replacesValue, value } }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+const malformedPost = (decision: unknown): Outcome<never> => ({
+  ok: false,
+  error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`)
+})
+
+/** Applies a post decision; a failure is a pipeline error, final (POST-3/5/7). */
 const applyDecision = (state: State, incoming: Result, decision: unknown): Outcome<Result> => {
-  if (typeof decision !== "object" || decision === null) {
-    return {
-      ok: false,
-      error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`)
-    }
-  }
-  const d = decision as {
-    readonly _tag?: unknown
-    readonly feedback?: unknown
-    readonly content?: unknown
-    readonly value?: unknown
-    readonly additionalContexts?: unknown
-  }
-  const contexts = checkDecisionContexts(state, d.additionalContexts)
+  if (typeof decision !== "object" || decision === null) return malformedPost(decision)
+  const read = readPost(decision)
+  if (!read.ok) return read
+  const d = read.value
+  const contexts = checkDecisionContexts(state, d.contexts)
   if (!contexts.ok) return contexts
-  if (d._tag === "Block") {
-    const feedback = Content.check(d.feedback)
-    if (feedback._tag === "Invalid") {
-      return { ok: false, error: new TypeError(`tools/post-execute block feedback: ${feedback.reason}`) }
-    }
+  if (d.tag === "Block") {
+    const feedback = checkFeedback(d.feedback)
+    if (!feedback.ok) return feedback
     const blocked: ToolResult.ToolFailure = {
       isError: true,
       error: { message: blockMessage(feedback.value) },
@@ -87,22 +132,15 @@ const applyDecision = (state: State, incoming: Result, decision: unknown): Outco
     }
     return { ok: true, value: withContexts(blocked, contexts.value) }
   }
-  if (d._tag !== "Accept") {
-    return {
-      ok: false,
-      error: new TypeError(`tools/post-execute returned a malformed decision: ${describe(decision)}`)
-    }
-  }
-  const replacesContent = hasOwn(d, "content")
-  const replacesValue = hasOwn(d, "value")
-  if (replacesContent && replacesValue) {
+  if (d.tag !== "Accept") return malformedPost(decision)
+  if (d.replacesContent && d.replacesValue) {
     return {
       ok: false,
       error: new TypeError("tools/post-execute accept decision cannot replace both value and content")
     }
   }
   let result = incoming
-  if (replacesValue) {
+  if (d.replacesValue) {
     if (incoming.isError) {
       return { ok: false, error: new TypeError("tools/post-execute cannot replace the value of a failed result") }
     }
@@ -113,7 +151,7 @@ const applyDecision = (state: State, incoming: Result, decision: unknown): Outco
     result = incoming.additionalContexts === undefined
       ? success.value
       : { ...success.value, additionalContexts: incoming.additionalContexts }
-  } else if (replacesContent && d.content !== undefined) {
+  } else if (d.replacesContent && d.content !== undefined) {
     const content = Content.check(d.content)
     if (content._tag === "Invalid") {
       return { ok: false, error: new TypeError(`tools/post-execute accept content: ${content.reason}`) }
@@ -121,8 +159,8 @@ const applyDecision = (state: State, incoming: Result, decision: unknown): Outco
     result = { ...incoming, content: content.value }
   }
   if (contexts.value.length > 0) {
-    const carried = result.additionalContexts
-    result = withContexts(result, carried === undefined ? contexts.value : [...carried, ...contexts.value])
+    const merged = concatContexts(contexts.value, result.additionalContexts, true)
+    if (merged !== undefined) result = withContexts(result, merged)
   }
   return { ok: true, value: result }
 }

@@ -5,6 +5,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import type * as Approval from "../Approval.js"
 import type { PreDecision } from "../Policy.js"
 import { detailOfCause } from "../ToolError.js"
@@ -12,31 +14,55 @@ import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { describe, failWith, final, frozen, post, type State, succeedNow } from "./execution.js"
 import { suspendUser } from "./promise.js"
-import { awaitCaller } from "./signals.js"
 import { waterfall } from "./waterfall.js"
 
 const ALLOW: PreDecision = Object.freeze({ _tag: "Allow" }) as PreDecision
+const CANCEL: PreDecision = Object.freeze({ _tag: "Cancel" }) as PreDecision
+const ASK: PreDecision = Object.freeze({ _tag: "Ask" }) as PreDecision
 
-const checkPre = (decision: unknown): PreDecision | undefined => {
-  if (typeof decision !== "object" || decision === null) return undefined
-  const d = decision as { readonly _tag?: unknown; readonly reason?: unknown; readonly info?: unknown }
-  switch (d._tag) {
-    case "Allow":
-    case "Cancel":
-      return decision as PreDecision
-    case "Ask":
-      return d.reason === undefined || typeof d.reason === "string" ? decision as PreDecision : undefined
-    case "Deny": {
-      if (typeof d.reason !== "string") return undefined
-      if (d.info === undefined) return decision as PreDecision
-      const info = d.info as { readonly name?: unknown; readonly code?: unknown } | null
-      return typeof info === "object" && info !== null && typeof info.name === "string" &&
-          typeof info.code === "string"
-        ? decision as PreDecision
-        : undefined
+/** A policy answer read once: the fresh decision, a malformed answer, or the throw of a read. */
+type Read<A> =
+  | { readonly _tag: "Valid"; readonly value: A }
+  | { readonly _tag: "Malformed" }
+  | { readonly _tag: "Threw"; readonly error: unknown }
+
+const MALFORMED: Read<never> = { _tag: "Malformed" }
+const valid = <A>(value: A): Read<A> => ({ _tag: "Valid", value })
+
+/**
+ * D-2 over a decision read once: each field is read exactly once into a fresh frozen decision,
+ * so nothing validated can change before it is used. A read that throws is a pipeline error.
+ */
+const readPre = (decision: unknown): Read<PreDecision> => {
+  if (decision === ALLOW) return valid(ALLOW)
+  if (typeof decision !== "object" || decision === null) return MALFORMED
+  try {
+    const d = decision as { readonly _tag?: unknown; readonly reason?: unknown; readonly info?: unknown }
+    switch (d._tag) {
+      case "Allow":
+        return valid(ALLOW)
+      case "Cancel":
+        return valid(CANCEL)
+      case "Ask": {
+        const reason = d.reason
+        if (reason === undefined) return valid(ASK)
+        return typeof reason === "string" ? valid(Object.freeze({ _tag: "Ask", reason }) as PreDecision) : MALFORMED
+      }
+      case "Deny": {
+        const reason = d.reason
+        if (typeof reason !== "string") return MALFORMED
+        const info = d.info
+        if (info === undefined) return valid(Object.freeze({ _tag: "Deny", reason }) as PreDecision)
+        if (typeof info !== "object" || info === null) return MALFORMED
+        const { code, name } = info as { readonly name?: unknown; readonly code?: unknown }
+        if (typeof name !== "string" || typeof code !== "string") return MALFORMED
+        return valid(Object.freeze({ _tag: "Deny", reason, info: Object.freeze({ name, code }) }) as PreDecision)
+      }
+      default:
+        return MALFORMED
     }
-    default:
-      return undefined
+  } catch (error) {
+    return { _tag: "Threw", error }
   }
 }
 
@@ -45,7 +71,50 @@ type Gate = { readonly _tag: "Allow" } | { readonly _tag: "Deny"; readonly reaso
   readonly prepared: ToolRuntime.Prepared
 }
 
+const noop = () => {}
+
 const denyGate = (reason: string): Gate => ({ _tag: "Deny", reason })
+
+const UNAVAILABLE = "unavailable"
+const CANCELLED = "cancelled"
+
+/**
+ * APPR-3/5 with D-14: the service runs on its own fiber; the caller's abort settles the wait as
+ * `cancelled` at once, interrupting the service's fiber without waiting for it (it runs no tool
+ * body; an uninterruptible service finishes in the background under the runtime's scope).
+ */
+const awaitApproval = (state: State, ask: Effect.Effect<unknown>): Effect.Effect<unknown> =>
+  Effect.flatMap(Effect.forkDaemon(Effect.interruptible(ask)), (fiber) => {
+    const background = state.runtime.background
+    background.add(fiber)
+    fiber.addObserver(() => background.delete(fiber))
+    return Effect.async<unknown>((resume) => {
+      let removeWaiter = noop
+      const onExit = (exit: Exit.Exit<unknown>) => {
+        removeWaiter()
+        resume(Effect.succeed(Exit.isSuccess(exit) ? exit.value : UNAVAILABLE))
+      }
+      const abandon = () => {
+        fiber.removeObserver(onExit)
+        resume(Effect.zipRight(Effect.yieldNow(), Effect.sync(() => settleAbandoned(fiber))))
+      }
+      fiber.addObserver(onExit)
+      if (fiber.unsafePoll() !== null) return
+      if (state.caller.aborted) abandon()
+      else removeWaiter = state.caller.onAbort(abandon)
+    })
+  })
+
+/**
+ * After the caller's abort: an answer the service gave in the same step as the abort (it
+ * aborted, then answered) stands (APPR-5); otherwise its fiber is interrupted, not awaited.
+ */
+const settleAbandoned = (fiber: Fiber.RuntimeFiber<unknown>): unknown => {
+  const exit = fiber.unsafePoll()
+  if (exit !== null && Exit.isSuccess(exit)) return exit.value
+  fiber.unsafeInterruptAsFork(FiberId.none)
+  return CANCELLED
+}
 
 const askApproval = (state: State, reason: string | undefined): Effect.Effect<Gate> => {
   const { runtime, name } = state
@@ -60,11 +129,10 @@ const askApproval = (state: State, reason: string | undefined): Effect.Effect<Ga
   const request: Approval.ApprovalRequest = reason === undefined
     ? { agent, toolName: name, callId: state.execution.callId, signal: state.execution.signal }
     : { agent, toolName: name, callId: state.execution.callId, reason, signal: state.execution.signal }
-  const asked = Effect.interruptible(suspendUser(() => approval.request(request))).pipe(
-    Effect.catchAllCause(() => Effect.succeed<unknown>("unavailable"))
+  const asked = suspendUser(() => approval.request(request)).pipe(
+    Effect.catchAllCause(() => Effect.succeed<unknown>(UNAVAILABLE))
   )
-  const abandoned = Effect.interruptible(Effect.as(awaitCaller(state.caller), "cancelled" as const))
-  return Effect.map(Effect.raceFirst(asked, abandoned), (outcome): Gate => {
+  return Effect.map(awaitApproval(state, asked), (outcome): Gate => {
     switch (outcome) {
       case "allowed-once":
         return { _tag: "Allow" }
@@ -138,14 +206,18 @@ export const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> => {
     Effect.exit(waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))),
     (exit) => {
       if (Exit.isFailure(exit)) return succeedNow(final(state, ToolResult.failure(detailOfCause(exit.cause))))
-      const checked = checkPre(exit.value)
-      if (checked === undefined) {
-        return succeedNow(final(
-          state,
-          ToolResult.failure({ message: `tools/pre-execute returned a malformed decision: ${describe(exit.value)}` })
-        ))
+      const read = readPre(exit.value)
+      switch (read._tag) {
+        case "Valid":
+          return decide(state, read.value)
+        case "Threw":
+          return succeedNow(final(state, failWith(read.error)))
+        case "Malformed":
+          return succeedNow(final(
+            state,
+            ToolResult.failure({ message: `tools/pre-execute returned a malformed decision: ${describe(exit.value)}` })
+          ))
       }
-      return decide(state, checked)
     }
   )
 }

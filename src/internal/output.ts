@@ -131,15 +131,18 @@ const checkContexts = (
   makeId: () => string
 ): Outcome<ReadonlyArray<UserMessage> | undefined> => {
   if (contexts === undefined) return ok(undefined)
-  if (!Array.isArray(contexts)) return fail(new TypeError("tool result additionalContexts must be an array"))
-  if (contexts.length === 0) return ok(undefined)
   const out: Array<UserMessage> = []
-  for (const context of contexts) {
-    const checked = Content.checkUserMessage(context, makeId)
-    if (checked._tag === "Invalid") return fail(new TypeError(`tool result additionalContexts: ${checked.reason}`))
-    out.push(checked.value)
+  try {
+    if (!Array.isArray(contexts)) return fail(new TypeError("tool result additionalContexts must be an array"))
+    for (const context of contexts as ReadonlyArray<unknown>) {
+      const checked = Content.checkUserMessage(context, makeId)
+      if (checked._tag === "Invalid") return fail(new TypeError(`tool result additionalContexts: ${checked.reason}`))
+      out.push(checked.value)
+    }
+  } catch (error) {
+    return fail(error)
   }
-  return ok(Object.freeze(out))
+  return out.length === 0 ? ok(undefined) : ok(Object.freeze(out))
 }
 
 /**

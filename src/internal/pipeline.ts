@@ -9,8 +9,10 @@ import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Approval from "../Approval.js"
 import type { ExecuteInput } from "../Execution.js"
 import * as IdGenerator from "../IdGenerator.js"
@@ -58,18 +60,22 @@ const envelope = <A>(abort: () => void, work: Effect.Effect<A>): Effect.Effect<A
 
 const interruptedReason = () => new DOMException(INTERRUPTED_REASON, "AbortError")
 
-/** The caller of a call that is being created: interruption may arrive before it exists. */
+/** The caller of a call that is being created: an abort may arrive before it exists. */
 class PendingCaller {
   caller: Caller | undefined = undefined
-  interrupted = false
+  aborted = false
+  reason: unknown = undefined
   readonly set = (caller: Caller) => {
     this.caller = caller
-    if (this.interrupted) caller.abort(interruptedReason())
+    if (this.aborted) caller.abort(this.reason)
   }
-  readonly abort = () => {
-    this.interrupted = true
-    this.caller?.abort(interruptedReason())
+  readonly abortWith = (reason: unknown) => {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    this.caller?.abort(reason)
   }
+  readonly abort = () => this.abortWith(interruptedReason())
 }
 
 const prepareIn = (
@@ -119,6 +125,18 @@ export const unguardedStaged = new WeakMap<ToolRuntime.Service, ToolRuntime.Serv
  */
 export const stagedOf = (service: ToolRuntime.Service): ToolRuntime.Service => unguardedStaged.get(service) ?? service
 
+/**
+ * `execute` with an abort handle, for the Promise facade: `control` receives a function that
+ * aborts the call as if its caller's signal aborted with `reason` (the call still resolves with
+ * its one result). Keyed by the public service.
+ *
+ * @internal
+ */
+export const controlledExecute = new WeakMap<
+  ToolRuntime.Service,
+  (input: ExecuteInput, control: (abort: (reason: unknown) => void) => void) => Effect.Effect<Result>
+>()
+
 /** @internal */
 export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.gen(function*() {
   const registry = yield* Registry.ToolRegistry
@@ -129,17 +147,16 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
     approval: Option.getOrUndefined(approval),
     ids: Option.getOrElse(ids, () => IdGenerator.random),
     marks: makeMarks(),
-    running: new Map()
+    running: new Map(),
+    background: new Set()
   }
   const staged = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
     Effect.flatMap(stateOf(runtime, handle), (state) =>
       envelope(() => state.caller.abort(interruptedReason()), stage(state)))
+  const run = (input: ExecuteInput, pending: PendingCaller) =>
+    envelope(pending.abort, Effect.flatMap(prepareIn(runtime, input, pending), continueWith))
   const service: ToolRuntime.Service = {
-    execute: (input) =>
-      Effect.suspend(() => {
-        const pending = new PendingCaller()
-        return envelope(pending.abort, Effect.flatMap(prepareIn(runtime, input, pending), continueWith))
-      }),
+    execute: (input) => Effect.suspend(() => run(input, new PendingCaller())),
     prepare: (input) =>
       Effect.suspend(() => {
         const pending = new PendingCaller()
@@ -158,12 +175,30 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
     finalize: (handle, result) => direct(handle, (state) => finalizeIn(state, result)),
     finish: (handle, result) => direct(handle, (state) => finishIn(state, result))
   })
+  controlledExecute.set(service, (input, control) =>
+    Effect.suspend(() => {
+      const pending = new PendingCaller()
+      control(pending.abortWith)
+      return run(input, pending)
+    }))
+  yield* Effect.serviceOption(Scope.Scope).pipe(
+    Effect.flatMap(Option.match({
+      onNone: () => Effect.void,
+      onSome: (scope) => Scope.addFinalizer(scope, Effect.sync(() => interruptBackground(runtime)))
+    }))
+  )
   return service
 })
 
+/** Interrupts the approval fibers left running, without waiting for them (APPR-5, D-14). */
+const interruptBackground = (runtime: Runtime): void => {
+  for (const fiber of runtime.background) fiber.unsafeInterruptAsFork(FiberId.none)
+  runtime.background.clear()
+}
+
 /** @internal */
 export const layer = <I>(tag: Context.Tag<I, ToolRuntime.Service>): Layer.Layer<I, never, Registry.ToolRegistry> =>
-  Layer.effect(tag, make)
+  Layer.scoped(tag, make)
 
 /** @internal */
 export type { ErrorDetail }

@@ -1,5 +1,5 @@
 /**
- * Promise bodies: detection and settlement-awaiting adaptation (D-14: a started body is never
+ * Promise bodies: detection and settlement-awaiting adoption (D-14: a started body is never
  * abandoned, and an error it settles with after cancellation is kept, PREC-1 row 10).
  *
  * @internal
@@ -7,31 +7,60 @@
 import * as Effect from "effect/Effect"
 import { sanitizeThrown } from "../ToolError.js"
 
-/** @internal */
-export const isThenable = (u: unknown): u is PromiseLike<unknown> => {
-  try {
-    return (typeof u === "object" || typeof u === "function") && u !== null &&
-      typeof (u as { then?: unknown }).then === "function"
-  } catch {
-    return false
-  }
-}
+type Then = (onFulfilled: (value: unknown) => void, onRejected: (reason: unknown) => void) => unknown
 
 /**
- * Awaits `promise` until it settles, uninterruptibly: the body's own signal (not fiber
- * interruption) is how a Promise body learns it was cancelled.
+ * The `then` method of a thenable, read exactly once; `undefined` for anything else (and for
+ * values whose inspection throws).
  *
  * @internal
  */
-export const awaitSettled = <A>(promise: PromiseLike<A>): Effect.Effect<A, unknown> =>
-  Effect.uninterruptible(
-    Effect.async<A, unknown>((resume) => {
-      Promise.resolve(promise).then(
-        (a) => resume(Effect.succeed(a)),
-        (e) => resume(Effect.fail(sanitizeThrown(e)))
-      )
+export const thenOf = (u: unknown): Then | undefined => {
+  if ((typeof u !== "object" && typeof u !== "function") || u === null) return undefined
+  try {
+    const then = (u as { readonly then?: unknown }).then
+    return typeof then === "function" ? then as Then : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** @internal */
+export const isThenable = (u: unknown): u is PromiseLike<unknown> => thenOf(u) !== undefined
+
+/**
+ * Awaits `thenable` until it settles, uninterruptibly: the body's own signal (not fiber
+ * interruption) is how a Promise body learns it was cancelled. The settlement handlers are
+ * attached before this returns, so a rejection is observed even if the Effect never runs;
+ * `then` is called once, with the value as `this`. A `then` that throws is a rejection.
+ *
+ * @internal
+ */
+export const adopt = <A>(thenable: PromiseLike<A>, then: Then = thenOf(thenable)!): Effect.Effect<A, unknown> => {
+  let settled: Effect.Effect<A, unknown> | undefined = undefined
+  let resume: ((effect: Effect.Effect<A, unknown>) => void) | undefined = undefined
+  const settle = (effect: Effect.Effect<A, unknown>) => {
+    if (settled !== undefined) return
+    settled = effect
+    resume?.(effect)
+  }
+  const onFulfilled = (a: unknown) => settle(Effect.succeed(a as A))
+  const onRejected = (e: unknown) => settle(Effect.fail(sanitizeThrown(e)))
+  try {
+    new Promise<unknown>((res, rej) => then.call(thenable, res, rej)).then(onFulfilled, onRejected)
+  } catch (error) {
+    onRejected(error)
+  }
+  return Effect.uninterruptible(
+    Effect.async<A, unknown>((cb) => {
+      if (settled !== undefined) cb(settled)
+      else resume = cb
     })
   )
+}
+
+/** @internal */
+export const awaitSettled = <A>(promise: PromiseLike<A>): Effect.Effect<A, unknown> => adopt(promise)
 
 /**
  * Runs user code that returns an Effect: a synchronous throw (even of a hostile value) becomes
@@ -47,3 +76,20 @@ export const suspendUser = <A, E, R>(run: () => Effect.Effect<A, E, R>): Effect.
       return Effect.die(sanitizeThrown(thrown))
     }
   })
+
+/**
+ * Calls a body (`run`) uninterruptibly and adopts what it returns before interruption can
+ * reach the fiber: an Effect runs interruptibly (its own cancellation), a thenable is awaited
+ * until it settles, anything else is the value. A synchronous throw is a defect (BODY-5).
+ *
+ * @internal
+ */
+export const invokeUser = (run: () => unknown): Effect.Effect<unknown, unknown, unknown> =>
+  Effect.uninterruptibleMask((restore) =>
+    suspendUser(() => {
+      const out = run()
+      if (Effect.isEffect(out)) return restore(out as Effect.Effect<unknown, unknown, unknown>)
+      const then = thenOf(out)
+      return then === undefined ? Effect.succeed(out) : adopt(out as PromiseLike<unknown>, then)
+    })
+  )

@@ -1,5 +1,5 @@
 /**
- * Caller cancellation (D-14) and flat signal fusion for bodies (BODY-2).
+ * Caller cancellation (D-14, D-20) and flat signal fusion for bodies (BODY-2).
  *
  * @internal
  */
@@ -7,11 +7,72 @@ import * as Effect from "effect/Effect"
 
 const noop = () => {}
 
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!
+
+/**
+ * True only for a genuine `AbortSignal` of this realm's `AbortSignal` class: a brand check,
+ * so look-alikes, proxies and objects forged over `AbortSignal.prototype` are rejected. Total.
+ *
+ * @internal
+ */
+export const isAbortSignal = (u: unknown): u is AbortSignal => {
+  if (typeof u !== "object" || u === null) return false
+  try {
+    abortedGetter.call(u)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * One `abort` listener per caller signal, however many calls share it (D-20: every listener
+ * is removed when its call finishes). Members are notified in the order they joined.
+ */
+class SharedLink {
+  readonly members = new Set<Caller>()
+  constructor(readonly signal: AbortSignal) {}
+  readonly onAbort = () => {
+    links.delete(this.signal)
+    this.signal.removeEventListener("abort", this.onAbort)
+    const members = [...this.members]
+    this.members.clear()
+    const reason = this.signal.reason
+    for (const member of members) member.abort(reason)
+  }
+}
+
+const links = new WeakMap<AbortSignal, SharedLink>()
+
+const join = (signal: AbortSignal, caller: Caller): void => {
+  let link = links.get(signal)
+  if (link === undefined) {
+    link = new SharedLink(signal)
+    links.set(signal, link)
+    signal.addEventListener("abort", link.onAbort, { once: true })
+  }
+  link.members.add(caller)
+}
+
+const leave = (signal: AbortSignal, caller: Caller): void => {
+  const link = links.get(signal)
+  if (link === undefined || !link.members.delete(caller) || link.members.size > 0) return
+  links.delete(signal)
+  signal.removeEventListener("abort", link.onAbort)
+}
+
+/**
+ * The number of listeners the runtime holds on `signal` (0 or 1). For tests.
+ *
+ * @internal
+ */
+export const sharedListeners = (signal: AbortSignal): number => (links.has(signal) ? 1 : 0)
+
 /**
  * The execution's caller cancellation (D-14): aborted by the input signal or by the calling
  * fiber's interruption. Its `AbortSignal` is created only when someone reads it, and the input
- * signal is listened to only while something waits for the abort; `detach` removes the
- * listener.
+ * signal is listened to (through one shared listener per signal) only while something waits
+ * for the abort and the call has not finished; `detach` ends that for good.
  *
  * @internal
  */
@@ -21,7 +82,7 @@ export class Caller {
   private reason: unknown = undefined
   private waiters: Array<() => void> | undefined = undefined
   private linked = false
-  private readonly onInput = () => this.abort(this.input?.reason)
+  private detached = false
   constructor(private readonly input: AbortSignal | undefined) {}
 
   get aborted(): boolean {
@@ -47,6 +108,7 @@ export class Caller {
     if (this.flagged) return
     this.flagged = true
     this.reason = reason
+    this.unlink()
     this.controller?.abort(reason)
     const waiters = this.waiters
     this.waiters = undefined
@@ -64,17 +126,22 @@ export class Caller {
     }
   }
 
+  /** The call finished: stop listening to the input signal, and never listen again. */
   detach(): void {
-    if (this.linked) {
-      this.linked = false
-      this.input?.removeEventListener("abort", this.onInput)
-    }
+    this.detached = true
+    this.unlink()
   }
 
   private link(): void {
-    if (this.linked || this.input === undefined || this.flagged) return
+    if (this.linked || this.detached || this.flagged || this.input === undefined || this.input.aborted) return
     this.linked = true
-    this.input.addEventListener("abort", this.onInput, { once: true })
+    join(this.input, this)
+  }
+
+  private unlink(): void {
+    if (!this.linked) return
+    this.linked = false
+    leave(this.input!, this)
   }
 }
 
