@@ -7,8 +7,10 @@ import { Cause, Chunk, Context, Effect, Exit, FastCheck, Fiber, Layer, Option, R
 import { getEventListeners } from "node:events"
 import * as ApprovalLayers from "../layers/Approval.js"
 import * as Approval from "../src/Approval.js"
+import { PreDecision } from "../src/Policy.js"
+import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as Hostile from "./fixtures/hostile.js"
-import { isPending } from "./fixtures/runtime.js"
+import { ABORTED_BEFORE_DISPATCH, echo, execute, isPending, layerWithApproval } from "./fixtures/runtime.js"
 
 const request = (signal: AbortSignal = new AbortController().signal, reason?: string): Approval.ApprovalRequest =>
   reason === undefined
@@ -455,5 +457,27 @@ describe("Approval layers", () => {
         }).pipe(Effect.provide(ApprovalLayers.layerInteractive)),
       { fastCheck: { numRuns: 200 } }
     )
+
+    it.scoped("issue 8 item 9 / APPR-5: through the runtime, aborted and interrupted callers leave nothing pending", () =>
+      Effect.gen(function*() {
+        const tools = yield* ToolRegistry
+        yield* tools.register(echo())
+        yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({ reason: "please" })))
+        const n = 200
+        const controllers = Array.from({ length: n }, () => new AbortController())
+        const calls = yield* Effect.forEach(controllers, (controller, i) =>
+          Effect.fork(execute({ callId: `c${i}`, name: "echo", agent: "a", arguments: {}, signal: controller.signal })))
+        yield* untilPending(n)
+        controllers.forEach((controller, i) => {
+          if (i % 2 === 0) controller.abort()
+        })
+        yield* Effect.forEach(calls, (call, i) => i % 2 === 1 ? Fiber.interrupt(call) : Effect.void)
+        const aborted = yield* Effect.forEach(calls.filter((_, i) => i % 2 === 0), (call) => Fiber.join(call))
+        assert.deepStrictEqual(aborted, Array.from({ length: n / 2 }, () => ABORTED_BEFORE_DISPATCH))
+        const exits = yield* Effect.forEach(calls, (call) => Fiber.await(call))
+        assert.isTrue(exits.every((exit, i) => i % 2 === 0 || Exit.isInterrupted(exit)))
+        assert.deepStrictEqual(yield* pendingCallIds, [])
+        assert.strictEqual(controllers.filter((c) => abortListeners(c.signal) > 0).length, 0)
+      }).pipe(Effect.provide(layerWithApproval(ApprovalLayers.layerInteractive))))
   })
 })
