@@ -27,6 +27,14 @@ import type { ToolRuntime } from "./ToolRuntime.js"
  * model's raw argument text (SCHED-1): `""` means `{}`, text that is not valid JSON is passed
  * on as the string itself (and then fails typed validation).
  *
+ * Each field is read exactly once. A malformed entry (not an object, a field whose read throws,
+ * a `callId`/`name`/`arguments` that is not a string) never reaches the runtime: it gets an
+ * error result of its own, made by the scheduler, and its `tool/call` + `tool/result` pair in
+ * model order. The records carry the fields that were strings and `""` for the others. The
+ * error is the ERR-1 detail of the first thrown value (entry, then `callId`, `name`,
+ * `arguments`), else `tool execution input needs string callId and name` (the text `execute`
+ * gives the same fault), else `tool call arguments must be a string`.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -37,9 +45,10 @@ export interface ModelToolCall {
 }
 
 /**
- * A committed result, announced as soon as it is committed (model order). `synthetic` marks
- * the ABORTED_BEFORE_DISPATCH result of a call that never started (SCHED-9); it bypassed the
- * runtime entirely.
+ * A committed result, announced as soon as it is committed (model order); the event is frozen.
+ * `synthetic` marks a result the scheduler made itself, bypassing the runtime entirely (no
+ * policy, no finalizer, no `tools/result`): the ABORTED_BEFORE_DISPATCH result of a call that
+ * never started (SCHED-9), or the error result of a malformed {@link ModelToolCall}.
  *
  * @since 0.1.0
  * @category models
@@ -64,21 +73,29 @@ export interface CommittedResult {
 }
 
 /**
+ * Each option is read exactly once when the batch runs. An option that cannot be read or is
+ * invalid is a defect (`Cause.IllegalArgumentException`) raised before anything is logged or run.
+ *
  * @since 0.1.0
  * @category models
  */
 export interface BatchOptions {
-  /** The step's initiating agent: classification, execution and `tool/call` records use it. */
+  /** The step's initiating agent (a string): classification, execution and `tool/call` records use it. */
   readonly agent?: AgentId | undefined
   /** The pool cap (SCHED-4): a positive integer, default `10`; `1` runs fully serially. */
   readonly maxParallel?: number | undefined
-  /** The step's abort signal (caller cancellation, together with interruption, D-14). */
+  /**
+   * The step's abort signal (caller cancellation, together with interruption, D-14). It must be
+   * a genuine `AbortSignal` of this realm (not a look-alike, not a Proxy).
+   */
   readonly signal?: AbortSignal | undefined
-  /** The `batchId` of the durable records; defaults to the first call's id. */
+  /** The `batchId` of the durable records (a string); defaults to the first call's id. */
   readonly batchId?: string | undefined
   /**
    * Called on the ordered lane right after each commit (after the `tool/result` append), in
-   * model order. It holds the lane while it runs; a failure or defect is logged and ignored.
+   * model order. It holds the lane while it runs. A failure or defect (of any value), a
+   * synchronous throw or a return value that is not an Effect is logged as a warning with a safe
+   * description (ERR-1 detail) and ignored.
    */
   readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
 }
@@ -193,9 +210,15 @@ const fromFailure = (failure: internal.LogFailure): SchedulerError => new Schedu
  *   them in order, then gives each never-started call a `tool/call` + synthetic
  *   ABORTED_BEFORE_DISPATCH `tool/result` pair that bypasses the runtime. When interrupted,
  *   the drain runs uninterruptibly and the interruption completes afterwards.
- * - A durable-log failure fails the batch with {@link SchedulerError} after draining (D-16).
- * - An invalid `maxParallel` is a defect (`IllegalArgumentException`) with the message
- *   `maxParallelToolCalls must be a positive integer`.
+ * - A durable-log failure fails the batch with {@link SchedulerError} after draining (D-16). A
+ *   defect of a staged step (the runtime's own: its steps never fail) is handled the same way:
+ *   nothing more starts — no classification, `tool/call`, prepare or dispatch after it is seen —
+ *   every started dispatch is awaited, then `runBatch` dies with the first defect (SCHED-10).
+ * - A malformed call gets its own error result (see {@link ModelToolCall}); it never kills the batch.
+ * - Invalid input is a defect (`IllegalArgumentException`) raised before anything is logged or
+ *   run: `maxParallelToolCalls must be a positive integer`, `runBatch needs an array of tool calls`,
+ *   `runBatch could not read the tool-call array: <detail>`, `runBatch options must be an object`,
+ *   `runBatch could not read option "<key>": <detail>`, `runBatch option "<key>" must be …`.
  *
  * @example
  * ```ts
@@ -233,12 +256,10 @@ export const runBatchStream = (
 ): Stream.Stream<BatchEvent, SchedulerError, ToolRuntime | ToolRegistry | ToolCallLog> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Take.Take<BatchEvent, SchedulerError>>()
-    const userCommit = options?.onCommit
-    const onCommit = (commit: CommitEvent): Effect.Effect<void> => {
-      const offer = Queue.offer(queue, Take.of<BatchEvent>({ _tag: "Committed", commit }))
-      return userCommit === undefined ? offer : Effect.zipRight(offer, Effect.suspend(() => userCommit(commit)))
-    }
-    yield* runBatch(calls, { ...options, onCommit }).pipe(
+    const tap = (commit: CommitEvent): Effect.Effect<void> =>
+      Queue.offer(queue, Take.of<BatchEvent>({ _tag: "Committed", commit }))
+    yield* internal.runBatch(calls, options, undefined, tap).pipe(
+      Effect.mapError(fromFailure),
       Effect.matchCauseEffect({
         onSuccess: (batch) => Queue.offerAll(queue, [Take.of<BatchEvent>({ _tag: "Completed", batch }), Take.end]),
         onFailure: (cause) => Queue.offer(queue, Take.failCause(cause))

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, Layer, Option, Queue, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, Layer, Logger, Option, Queue, Stream } from "effect"
 import { getEventListeners } from "node:events"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
@@ -10,8 +10,10 @@ import type { ToolDefinition } from "../src/Tool.js"
 import { type LogRecord, ToolCallLog } from "../src/ToolCallLog.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import type { ToolResult } from "../src/ToolResult.js"
+import { detailOf } from "../src/ToolError.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import * as Fake from "./fixtures/fakeRuntime.js"
+import * as Hostile from "./fixtures/hostile.js"
 
 const call = (callId: string, name: string, args = "{}"): Scheduler.ModelToolCall => ({
   callId,
@@ -889,4 +891,388 @@ describe("Scheduler end-to-end (real ToolRuntime, InMemoryToolRegistry, in-memor
         code: "UNKNOWN_TOOL"
       })
     }).pipe(Effect.provide(services(InMemoryToolRegistry.layerWith({ mode: "code" })))))
+})
+
+describe("Scheduler fault paths (issue 8 item 7)", () => {
+  /** The calls in flight the next time the driver blocks, or "ended" if the batch ends first. */
+  const nextWait = (
+    waits: Queue.Queue<ReadonlyArray<number>>,
+    fiber: Fiber.Fiber<unknown, unknown>
+  ): Effect.Effect<ReadonlyArray<number> | "ended"> =>
+    Effect.raceFirst(Queue.take(waits), Effect.as(Fiber.await(fiber), "ended" as const))
+
+  const defectOf = (exit: Exit.Exit<unknown, unknown>): unknown => {
+    if (Exit.isSuccess(exit)) return undefined
+    const defect = Cause.dieOption(exit.cause)
+    return Option.isSome(defect) ? defect.value : undefined
+  }
+
+  const illegal = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
+    const defect = defectOf(exit)
+    return defect instanceof Cause.IllegalArgumentException ? defect.message : undefined
+  }
+
+  it.effect(
+    "issue 8 item 7a / SCHED-10: a dispatch defect settling during the next prepare starts no dispatch; drain, rethrow",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({
+          tools: { slow: {}, crash: { body: "die" }, late: { prepareGated: true }, read: ungated() }
+        })
+        const calls = [call("c0", "slow"), call("c1", "crash"), call("c2", "late"), call("c3", "read")]
+        const { fiber, waits } = yield* forkProbed(world, calls)
+        yield* Deferred.await(world.entered("c0"))
+        yield* Deferred.await(world.entered("c1"))
+        yield* Deferred.await(world.preparing("c2"))
+        yield* world.release("c1")
+        yield* Deferred.await(world.exited("c1"))
+        yield* Deferred.succeed(world.prepareGate("c2"), undefined)
+        assert.deepStrictEqual(yield* nextWait(waits, fiber), [0])
+        assert.deepStrictEqual(eventsOf(world, "dispatch"), ["c0", "c1"])
+        assert.isFalse(yield* Deferred.isDone(world.entered("c2")))
+        yield* world.release("c0")
+        const exit = yield* Fiber.await(fiber)
+        assert.strictEqual((defectOf(exit) as Error).message, "dispatch crashed for c1")
+        assert.deepStrictEqual(eventsOf(world, "dispatch", "exit"), ["c1", "c0"])
+        assert.deepStrictEqual(durable(world.records), ["call c0", "call c1", "call c2"])
+        assert.deepStrictEqual(world.inputs.map((i) => i.callId), ["c0", "c1", "c2"])
+        assert.deepStrictEqual(world.observed, [])
+      })
+  )
+
+  it.effect(
+    "issue 8 item 7a / SCHED-10: a dispatch defect settling while the next call is classified: that call never starts",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({ tools: { slow: {}, crash: { body: "die" }, late: { classifyGated: true } } })
+        const calls = [call("c0", "slow"), call("c1", "crash"), call("c2", "late")]
+        const { fiber, waits } = yield* forkProbed(world, calls)
+        yield* Deferred.await(world.entered("c1"))
+        yield* Deferred.await(world.classifying("late"))
+        yield* world.release("c1")
+        yield* Deferred.await(world.exited("c1"))
+        yield* Deferred.succeed(world.classifyGate("late"), undefined)
+        assert.deepStrictEqual(yield* nextWait(waits, fiber), [0])
+        assert.deepStrictEqual(durable(world.records), ["call c0", "call c1"])
+        assert.deepStrictEqual(world.inputs.map((i) => i.callId), ["c0", "c1"])
+        yield* world.release("c0")
+        const exit = yield* Fiber.await(fiber)
+        assert.strictEqual((defectOf(exit) as Error).message, "dispatch crashed for c1")
+        assert.deepStrictEqual(eventsOf(world, "dispatch"), ["c0", "c1"])
+      })
+  )
+
+  it.effect(
+    "issue 8 item 7a / SCHED-10: a staged step that throws synchronously: in-flight bodies drain, not interrupted",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({ tools: { slow: { cooperative: false }, broken: { prepare: "throwSync" } } })
+        const { fiber, waits } = yield* forkProbed(world, [call("c0", "slow"), call("c1", "broken")])
+        assert.deepStrictEqual(yield* nextWait(waits, fiber), [0])
+        assert.isTrue(Option.isNone(yield* Fiber.poll(fiber)))
+        assert.deepStrictEqual(eventsOf(world, "dispatch", "exit"), [])
+        yield* world.release("c0")
+        const exit = yield* Fiber.await(fiber)
+        assert.strictEqual((defectOf(exit) as Error).message, "prepare threw for c1")
+        assert.deepStrictEqual(eventsOf(world, "dispatch", "exit"), ["c0"])
+        assert.isFalse(world.inputs[0].signal?.aborted)
+        assert.deepStrictEqual(durable(world.records), ["call c0", "call c1"])
+      })
+  )
+
+  const captureLogs = () => {
+    const logs: Array<{ readonly level: string; readonly message: string; readonly causeEmpty: boolean }> = []
+    const logger = Logger.make((options) => {
+      Logger.logfmtLogger.log(options) // formats message and cause exactly as the default logger does
+      const message = Array.isArray(options.message) ? options.message.join(" ") : String(options.message)
+      logs.push({ level: options.logLevel.label, message, causeEmpty: Cause.isEmpty(options.cause) })
+    })
+    return { logs, layer: Logger.replace(Logger.defaultLogger, logger) }
+  }
+
+  const NOT_AN_EFFECT = "onCommit must return an Effect"
+  const UNPRINTABLE = detailOf(Hostile.revokedProxy()).message
+  const REVOKED_HAS = "Cannot perform 'has' on a proxy that has been revoked"
+  const messageGetter = () => ({
+    get message(): string {
+      throw new Error("hostile message")
+    }
+  })
+  /** [label, what onCommit does, the detail the warning must carry (ERR-1 of the value, or the scheduler's text)] */
+  const hostileCommits: ReadonlyArray<readonly [string, () => unknown, string]> = [
+    ["fails with a throwing message getter", () => Effect.fail(messageGetter()), detailOf(messageGetter()).message],
+    ["fails with a null-prototype object", () => Effect.fail(Hostile.nullProto({ code: 1 })), UNPRINTABLE],
+    ["fails with an object holding a bigint", () => Effect.fail(Hostile.withBigint()), "[object Object]"],
+    ["fails with a revoked proxy", () => Effect.failCause(Cause.fail(Hostile.revokedProxy())), UNPRINTABLE],
+    ["dies with a revoked proxy", () => Effect.failCause(Cause.die(Hostile.revokedProxy())), UNPRINTABLE],
+    ["dies with a throwing proxy", () => Effect.failCause(Cause.die(Hostile.throwingProxy())), UNPRINTABLE],
+    ["dies with throwing conversions", () => Effect.die(Hostile.throwingConversions()), UNPRINTABLE],
+    ["dies with a bigint", () => Effect.die(10n), "10"],
+    ["throws building Effect.die of a revoked proxy", () => Effect.die(Hostile.revokedProxy()), REVOKED_HAS],
+    ["throws a revoked proxy synchronously", () => {
+      throw Hostile.revokedProxy()
+    }, detailOf(Hostile.revokedProxy()).message],
+    ["throws an Error synchronously", () => {
+      throw new Error("ui crashed")
+    }, "ui crashed"],
+    ["returns a number", () => 5, NOT_AN_EFFECT],
+    ["returns undefined", () => undefined, NOT_AN_EFFECT],
+    ["returns a throwing proxy", () => Hostile.throwingProxy(), NOT_AN_EFFECT],
+    ["returns a revoked proxy", () => Hostile.revokedProxy(), NOT_AN_EFFECT],
+    ["returns a null-prototype object", () => Hostile.nullProto(), NOT_AN_EFFECT]
+  ]
+
+  it.effect(
+    "issue 8 item 7b: onCommit failing/dying with any value, throwing, or returning a non-Effect: logged safely",
+    () =>
+      Effect.gen(function*() {
+        for (const [label, hostile, detail] of hostileCommits) {
+          const world = Fake.make({ tools: { read: ungated() } })
+          const { layer, logs } = captureLogs()
+          const events: Array<Scheduler.CommitEvent> = []
+          const onCommit = (event: Scheduler.CommitEvent) => {
+            events.push(event)
+            return (event.index === 0 ? hostile() : Effect.void) as Effect.Effect<void>
+          }
+          const exit = yield* Effect.exit(
+            run(world, [call("c1", "read"), call("c2", "read")], { maxParallel: 1, onCommit }).pipe(
+              Effect.provide(layer)
+            )
+          )
+          assert.isTrue(Exit.isSuccess(exit), label)
+          if (Exit.isSuccess(exit)) assert.deepStrictEqual(exit.value.results.map((r) => r.callId), ["c1", "c2"], label)
+          assert.deepStrictEqual(durable(world.records), ["call c1", "result c1", "call c2", "result c2"], label)
+          assert.deepStrictEqual(events.map((e) => e.callId), ["c1", "c2"], label)
+          assert.isTrue(events.every((e) => Object.isFrozen(e)), label)
+          assert.deepStrictEqual(logs, [{
+            level: "WARN",
+            message: `scheduler onCommit failed for tool call "c1": ${detail}`,
+            causeEmpty: true
+          }], label)
+        }
+      })
+  )
+
+  it.effect("issue 8 item 7b: runBatchStream guards the caller's onCommit the same way", () =>
+    Effect.gen(function*() {
+      const world = Fake.make({ tools: { read: ungated() } })
+      const { layer, logs } = captureLogs()
+      const onCommit = (() => 5) as unknown as (event: Scheduler.CommitEvent) => Effect.Effect<void>
+      const events = yield* Scheduler.runBatchStream([call("c1", "read")], { onCommit }).pipe(
+        Stream.runCollect,
+        Effect.provide(world.context),
+        Effect.provide(layer)
+      )
+      assert.deepStrictEqual(Chunk.toReadonlyArray(events).map((e) => e._tag), ["Committed", "Completed"])
+      assert.deepStrictEqual(logs.map((l) => l.message), [
+        "scheduler onCommit failed for tool call \"c1\": onCommit must return an Effect"
+      ])
+    }))
+
+  const IDENTITY = "tool execution input needs string callId and name"
+  const ARGUMENTS = "tool call arguments must be a string"
+
+  it.effect(
+    "issue 8 item 7c / D-16: each malformed ModelToolCall gets its error result and a record pair, in model order",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({ tools: { read: ungated() } })
+        const counted = Hostile.counted({ callId: 5, name: "read", arguments: "{}" })
+        const calls: Array<unknown> = [
+          call("c1", "read"),
+          null,
+          undefined,
+          5,
+          { callId: Hostile.throwingConversions(), name: "read", arguments: "{}" },
+          { callId: Symbol("s"), name: "read", arguments: "{}" },
+          { callId: 10n, name: "read", arguments: "{}" },
+          { callId: "c8", name: {}, arguments: "{}" },
+          {
+            callId: "c9",
+            name: "read",
+            get arguments(): string {
+              throw new Error("no arguments")
+            }
+          },
+          { callId: "c10", name: "read", arguments: { a: 1 } },
+          Hostile.throwingProxy(),
+          Hostile.revokedProxy(),
+          Hostile.nullProto({ callId: "c13", name: "read", arguments: "{\"a\":1}" }),
+          counted.value,
+          call("c15", "read")
+        ]
+        const commits: Array<Scheduler.CommitEvent> = []
+        const batch = yield* run(world, calls as ReadonlyArray<Scheduler.ModelToolCall>, {
+          maxParallel: 1,
+          onCommit: (e) => Effect.sync(() => void commits.push(e))
+        })
+        const revoked = "Cannot perform 'get' on a proxy that has been revoked"
+        const expected: ReadonlyArray<readonly [string, string, string, string]> = [
+          ["c1", "read", "{}", "ok c1"],
+          ["", "", "", `Error: ${IDENTITY}`],
+          ["", "", "", `Error: ${IDENTITY}`],
+          ["", "", "", `Error: ${IDENTITY}`],
+          ["", "read", "{}", `Error: ${IDENTITY}`],
+          ["", "read", "{}", `Error: ${IDENTITY}`],
+          ["", "read", "{}", `Error: ${IDENTITY}`],
+          ["c8", "", "{}", `Error: ${IDENTITY}`],
+          ["c9", "read", "", "Error: no arguments"],
+          ["c10", "read", "", `Error: ${ARGUMENTS}`],
+          ["", "", "", "Error: hostile get"],
+          ["", "", "", `Error: ${revoked}`],
+          ["c13", "read", "{\"a\":1}", "ok c13"],
+          ["", "read", "{}", `Error: ${IDENTITY}`],
+          ["c15", "read", "{}", "ok c15"]
+        ]
+        assert.deepStrictEqual(batch.results.map((r) => [r.callId, r.index]), expected.map(([id], i) => [id, i]))
+        assert.deepStrictEqual(batch.results.map((r) => textOf(r.result)), expected.map(([, , , text]) => text))
+        assert.deepStrictEqual(batch.results[8].result, {
+          isError: true,
+          error: { message: "no arguments" },
+          content: [{ type: "text", text: "Error: no arguments" }]
+        })
+        assert.isTrue(batch.results.every((r) => Object.isFrozen(r.result) && Object.isFrozen(r.result.content)))
+        const pairs: Array<unknown> = []
+        for (const [index, [callId, name, args]] of expected.entries()) {
+          pairs.push({ _tag: "tool/call", batchId: "c1", index, callId, name, arguments: args })
+          pairs.push(index)
+        }
+        assert.deepStrictEqual(
+          world.records.map((r) => r._tag === "tool/call" ? r : (r as { index: number }).index),
+          pairs
+        )
+        assert.deepStrictEqual(
+          world.records.filter((r) => r._tag === "tool/result").map((r) => (r as { isError: boolean }).isError),
+          expected.map(([, , , text]) => text.startsWith("Error"))
+        )
+        assert.deepStrictEqual(world.inputs.map((i) => i.callId), ["c1", "c13", "c15"])
+        assert.deepStrictEqual(world.observed, ["c1", "c13", "c15"])
+        assert.deepStrictEqual(
+          commits.map((c) => c.synthetic),
+          expected.map(([, , , text]) => text.startsWith("Error"))
+        )
+        assert.deepStrictEqual([...counted.reads.entries()].sort(), [["arguments", 1], ["callId", 1], ["name", 1]])
+      })
+  )
+
+  it.effect("issue 8 item 7c / SCHED-9: a malformed call skipped by an abort gets the synthetic pair", () =>
+    Effect.gen(function*() {
+      const world = Fake.make({ tools: { read: ungated() } })
+      const controller = new AbortController()
+      controller.abort()
+      const calls = [null, { callId: "c2", name: 7, arguments: "" }] as unknown as Array<Scheduler.ModelToolCall>
+      const batch = yield* run(world, calls, { signal: controller.signal })
+      assert.deepStrictEqual(batch.results.map((r) => [r.callId, codeOf(r.result)]), [
+        ["", "ABORTED_BEFORE_DISPATCH"],
+        ["c2", "ABORTED_BEFORE_DISPATCH"]
+      ])
+      assert.deepStrictEqual(world.records.filter((r) => r._tag === "tool/call"), [
+        { _tag: "tool/call", batchId: "", index: 0, callId: "", name: "", arguments: "" },
+        { _tag: "tool/call", batchId: "", index: 1, callId: "c2", name: "", arguments: "" }
+      ])
+      assert.strictEqual(world.records.length, 4)
+    }))
+
+  it.effect(
+    "issue 8 item 7c: throwing index reads give one error result per entry; an unreadable array is an IllegalArgument",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({ tools: { read: ungated() } })
+        const indexThrows = new Proxy([call("x1", "read"), call("x2", "read")], {
+          get: (target, key) => {
+            if (key === "length") return target.length
+            throw new Error("hostile index")
+          }
+        })
+        const batch = yield* run(world, indexThrows)
+        assert.deepStrictEqual(batch.results.map((r) => [r.callId, textOf(r.result)]), [
+          ["", "Error: hostile index"],
+          ["", "Error: hostile index"]
+        ])
+        assert.deepStrictEqual(durable(world.records), ["call ", "result ", "call ", "result "])
+        const unreadable: ReadonlyArray<readonly [unknown, string]> = [
+          [Hostile.throwingProxy([]), "runBatch could not read the tool-call array: hostile get"],
+          [
+            Hostile.revokedProxy(),
+            "runBatch could not read the tool-call array: Cannot perform 'IsArray' on a proxy that has been revoked"
+          ],
+          [
+            new Proxy([], { get: (target, key) => key === "length" ? -1 : Reflect.get(target, key) }),
+            "runBatch could not read the tool-call array: invalid length"
+          ],
+          [null, "runBatch needs an array of tool calls"],
+          [undefined, "runBatch needs an array of tool calls"],
+          [{ length: 1, 0: call("c1", "read") }, "runBatch needs an array of tool calls"]
+        ]
+        for (const [calls, message] of unreadable) {
+          const fresh = Fake.make({ tools: { read: ungated() } })
+          const exit = yield* Effect.exit(run(fresh, calls as ReadonlyArray<Scheduler.ModelToolCall>))
+          assert.strictEqual(illegal(exit), message)
+          assert.deepStrictEqual(fresh.records, [])
+          assert.deepStrictEqual(fresh.events, [])
+        }
+      })
+  )
+
+  it.effect(
+    "issue 8 item 7c: options are read once; hostile or invalid ones die with IllegalArgumentException, run nothing",
+    () =>
+      Effect.gen(function*() {
+        const fake = { aborted: false, addEventListener: () => {}, removeEventListener: () => {} }
+        const NOT_A_SIGNAL = "runBatch option \"signal\" must be an AbortSignal"
+        const cases: ReadonlyArray<readonly [unknown, string]> = [
+          [{
+            get signal(): AbortSignal {
+              throw new Error("no signal")
+            }
+          }, "runBatch could not read option \"signal\": no signal"],
+          [{
+            get maxParallel(): number {
+              throw Hostile.revokedProxy()
+            }
+          }, "runBatch could not read option \"maxParallel\": <unprintable thrown value>"],
+          [Hostile.throwingProxy(), "runBatch could not read option \"agent\": hostile get"],
+          [{ signal: fake }, NOT_A_SIGNAL],
+          [{ signal: Object.create(AbortSignal.prototype) }, NOT_A_SIGNAL],
+          [{ signal: Object.create(new AbortController().signal) }, NOT_A_SIGNAL],
+          [{ signal: new Proxy(new AbortController().signal, {}) }, NOT_A_SIGNAL],
+          [{ onCommit: 5 }, "runBatch option \"onCommit\" must be a function"],
+          [{ agent: 5 }, "runBatch option \"agent\" must be a string"],
+          [{ batchId: {} }, "runBatch option \"batchId\" must be a string"],
+          [{ maxParallel: "2" }, "maxParallelToolCalls must be a positive integer"],
+          [5, "runBatch options must be an object"]
+        ]
+        for (const [options, message] of cases) {
+          const world = Fake.make({ tools: { read: ungated() } })
+          const calls = [call("c1", "read")]
+          const exit = yield* Effect.exit(run(world, calls, options as Scheduler.BatchOptions))
+          assert.strictEqual(illegal(exit), message)
+          const streamed = yield* Effect.exit(
+            Scheduler.runBatchStream(calls, options as Scheduler.BatchOptions).pipe(
+              Stream.runCollect,
+              Effect.provide(world.context)
+            )
+          )
+          assert.strictEqual(illegal(streamed), message)
+          assert.deepStrictEqual(world.records, [])
+          assert.deepStrictEqual(world.events, [])
+        }
+        const controller = new AbortController()
+        const commits: Array<string> = []
+        const counted = Hostile.counted({
+          agent: "main",
+          maxParallel: 2,
+          signal: controller.signal,
+          batchId: "b1",
+          onCommit: (e: Scheduler.CommitEvent) => Effect.sync(() => void commits.push(e.callId))
+        })
+        const world = Fake.make({ tools: { read: ungated() } })
+        const options = counted.value as Scheduler.BatchOptions
+        const batch = yield* run(world, [call("c1", "read"), call("c2", "read")], options)
+        assert.deepStrictEqual(batch.results.map((r) => r.callId), ["c1", "c2"])
+        assert.deepStrictEqual(commits, ["c1", "c2"])
+        assert.deepStrictEqual([...counted.reads.values()], [1, 1, 1, 1, 1])
+        assert.strictEqual(counted.reads.size, 5)
+      })
+  )
 })

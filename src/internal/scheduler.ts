@@ -3,9 +3,14 @@
  * (classification, `tool/call`, prepare, finalize/finish, `tool/result`, commit) in model order;
  * only `dispatch` overlaps, in fibers owned by the batch and bounded by a semaphore.
  *
+ * Everything the caller hands in (the calls array, each call, the options, `onCommit` and what it
+ * returns) is read once and treated as hostile: nothing of it is converted, formatted or logged
+ * unguarded (issue 8 item 7).
+ *
  * @internal
  */
 import { setMaxListeners } from "node:events"
+import { types } from "node:util"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
@@ -20,6 +25,7 @@ import * as Json from "../Json.js"
 import type { ExecutionMode } from "../Policy.js"
 import type { BatchOptions, BatchResult, CommitEvent, CommittedResult, ModelToolCall } from "../Scheduler.js"
 import * as ToolCallLog from "../ToolCallLog.js"
+import { detailOf, detailOfCause } from "../ToolError.js"
 import { ToolRegistry } from "../ToolRegistry.js"
 import type { Service as RegistryService } from "../ToolRegistry.js"
 import * as ToolResult from "../ToolResult.js"
@@ -51,6 +57,20 @@ export const isValidMaxParallel = (value: unknown): value is number =>
   typeof value === "number" && Number.isInteger(value) && value > 0
 
 /**
+ * The error text of a malformed call whose `callId` or `name` is not a string (or that is not an
+ * object at all): the text `ToolRuntime.execute` gives an input with the same fault.
+ *
+ * @internal
+ */
+export const MALFORMED_IDENTITY_MESSAGE = "tool execution input needs string callId and name"
+
+/** @internal */
+export const MALFORMED_ARGUMENTS_MESSAGE = "tool call arguments must be a string"
+
+/** @internal */
+export const CALLS_MESSAGE = "runBatch needs an array of tool calls"
+
+/**
  * Test probe: told, right before the driver blocks, which calls are in flight.
  *
  * @internal
@@ -59,15 +79,164 @@ export interface Probe {
   readonly onWait: (inFlight: ReadonlyArray<number>) => Effect.Effect<void>
 }
 
+// ---------------------------------------------------------------------------------------------
+// Reading what the caller handed in: each field once, nothing formatted unguarded
+// ---------------------------------------------------------------------------------------------
+
 interface Call {
   readonly callId: string
   readonly name: string
   readonly raw: string
+  /** The scheduler's own error result for a malformed call (never sent to the runtime). */
+  readonly malformed: ToolResult.ToolResult | undefined
 }
 
+type Field = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown }
+
+const readField = (target: object, key: string): Field => {
+  try {
+    return { ok: true, value: (target as Record<string, unknown>)[key] }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+const stringOr = (field: Field): string => field.ok && typeof field.value === "string" ? field.value : ""
+
+const malformedCall = (callId: string, name: string, raw: string, detail: ReturnType<typeof detailOf>): Call => ({
+  callId,
+  name,
+  raw,
+  malformed: Json.deepFreeze(ToolResult.failure(detail))
+})
+
+/**
+ * One model call, each field read exactly once. A malformed call keeps the fields that were
+ * strings (`""` for the others) and gets: the ERR-1 result of the first thrown value (entry,
+ * then `callId`, `name`, `arguments`), else the identity text when the entry is not an object or
+ * its `callId`/`name` is not a string, else the arguments text.
+ */
+const readCall = (calls: ReadonlyArray<unknown>, index: number): Call => {
+  let entry: unknown
+  try {
+    entry = calls[index]
+  } catch (error) {
+    return malformedCall("", "", "", detailOf(error))
+  }
+  if ((typeof entry !== "object" && typeof entry !== "function") || entry === null) {
+    return malformedCall("", "", "", { message: MALFORMED_IDENTITY_MESSAGE })
+  }
+  const callId = readField(entry, "callId")
+  const name = readField(entry, "name")
+  const args = readField(entry, "arguments")
+  const id = stringOr(callId)
+  const named = stringOr(name)
+  const raw = stringOr(args)
+  const threw = !callId.ok ? callId : !name.ok ? name : !args.ok ? args : undefined
+  if (threw !== undefined && !threw.ok) return malformedCall(id, named, raw, detailOf(threw.error))
+  if (
+    !callId.ok || typeof callId.value !== "string" || !name.ok || typeof name.value !== "string"
+  ) {
+    return malformedCall(id, named, raw, { message: MALFORMED_IDENTITY_MESSAGE })
+  }
+  if (!args.ok || typeof args.value !== "string") {
+    return malformedCall(id, named, raw, { message: MALFORMED_ARGUMENTS_MESSAGE })
+  }
+  return { callId: id, name: named, raw, malformed: undefined }
+}
+
+const MAX_CALLS = 2 ** 32 - 1
+
+const illegal = (message: string) => new Cause.IllegalArgumentException(message)
+
+const readCalls = (calls: unknown): Array<Call> | Cause.IllegalArgumentException => {
+  let length: unknown
+  try {
+    if (!Array.isArray(calls)) return illegal(CALLS_MESSAGE)
+    length = calls.length
+  } catch (error) {
+    return illegal(`runBatch could not read the tool-call array: ${detailOf(error).message}`)
+  }
+  if (typeof length !== "number" || !Number.isInteger(length) || length < 0 || length > MAX_CALLS) {
+    return illegal("runBatch could not read the tool-call array: invalid length")
+  }
+  const out: Array<Call> = []
+  for (let i = 0; i < length; i++) out.push(readCall(calls as ReadonlyArray<unknown>, i))
+  return out
+}
+
+interface Settings {
+  readonly agent: AgentId | undefined
+  readonly maxParallel: number
+  readonly signal: AbortSignal | undefined
+  readonly batchId: string | undefined
+  readonly onCommit: ((event: CommitEvent) => unknown) | undefined
+}
+
+const defaults: Settings = {
+  agent: undefined,
+  maxParallel: DEFAULT_MAX_PARALLEL,
+  signal: undefined,
+  batchId: undefined,
+  onCommit: undefined
+}
+
+const OPTION_KEYS = ["agent", "maxParallel", "signal", "batchId", "onCommit"] as const
+
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")?.get
+
+/** A genuine `AbortSignal` (not a Proxy, not an object that only inherits from the prototype). */
+const isAbortSignal = (value: unknown): value is AbortSignal => {
+  if (typeof value !== "object" || value === null || types.isProxy(value) || abortedGetter === undefined) return false
+  try {
+    if (!(value instanceof AbortSignal)) return false
+    abortedGetter.call(value)
+    return Object.getPrototypeOf(value) === AbortSignal.prototype
+  } catch {
+    return false
+  }
+}
+
+/** The batch options, each read exactly once and validated. */
+const readOptions = (options: unknown): Settings | Cause.IllegalArgumentException => {
+  if (options === undefined || options === null) return defaults
+  if (typeof options !== "object" && typeof options !== "function") return illegal("runBatch options must be an object")
+  const read: Record<string, unknown> = {}
+  for (const key of OPTION_KEYS) {
+    const field = readField(options, key)
+    if (!field.ok) return illegal(`runBatch could not read option "${key}": ${detailOf(field.error).message}`)
+    read[key] = field.value
+  }
+  const maxParallel = read.maxParallel ?? DEFAULT_MAX_PARALLEL
+  if (!isValidMaxParallel(maxParallel)) return illegal(MAX_PARALLEL_MESSAGE)
+  const { agent, batchId, onCommit, signal } = read
+  if (signal !== undefined && !isAbortSignal(signal)) {
+    return illegal("runBatch option \"signal\" must be an AbortSignal")
+  }
+  if (agent !== undefined && typeof agent !== "string") return illegal("runBatch option \"agent\" must be a string")
+  if (batchId !== undefined && typeof batchId !== "string") {
+    return illegal("runBatch option \"batchId\" must be a string")
+  }
+  if (onCommit !== undefined && typeof onCommit !== "function") {
+    return illegal("runBatch option \"onCommit\" must be a function")
+  }
+  return {
+    agent,
+    maxParallel,
+    signal,
+    batchId,
+    onCommit: onCommit as ((event: CommitEvent) => unknown) | undefined
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The batch
+// ---------------------------------------------------------------------------------------------
+
 interface Ready {
+  /** `undefined`: a result the scheduler made itself (a malformed call), committed without the runtime. */
+  readonly handle: ToolRuntimeNs.Execution | undefined
   readonly final: boolean
-  readonly handle: ToolRuntimeNs.Execution
   readonly result: ToolResult.ToolResult
 }
 
@@ -80,21 +249,6 @@ type Failure =
   | { readonly _tag: "Log"; readonly error: ToolCallLog.ToolCallLogError }
   | { readonly _tag: "Defect"; readonly cause: Cause.Cause<never> }
 
-const readCalls = (calls: ReadonlyArray<ModelToolCall>): Array<Call> => {
-  const length = calls.length
-  const out: Array<Call> = new Array(length)
-  for (let i = 0; i < length; i++) {
-    const call = calls[i]
-    const raw: unknown = call.arguments
-    out[i] = {
-      callId: String(call.callId),
-      name: String(call.name),
-      raw: typeof raw === "string" ? raw : String(raw)
-    }
-  }
-  return out
-}
-
 const emptyResult: BatchResult = Object.freeze({
   results: Object.freeze([]),
   contexts: Object.freeze([]),
@@ -103,10 +257,35 @@ const emptyResult: BatchResult = Object.freeze({
 })
 
 const exclusive: Effect.Effect<ExecutionMode> = Effect.succeed("exclusive")
+const parallel: Effect.Effect<ExecutionMode> = Effect.succeed("parallel")
 
 const INTERRUPTED_REASON = "the tool-call batch was interrupted"
+const FAILED_REASON = "the tool-call batch failed"
 
 const synthetic = (): ToolResult.ToolResult => Json.deepFreeze(ToolResult.abortedBeforeDispatch())
+
+const malformedOutcome = (step: string): Cause.Cause<never> =>
+  Cause.die(new TypeError(`the staged runtime's ${step} returned a malformed outcome`))
+
+const isObject = (value: unknown): value is object => typeof value === "object" && value !== null
+
+/** A staged outcome, each field read once; `undefined` when it is not one. */
+const readOutcome = (
+  value: unknown
+):
+  | { readonly tag: "Dispatch" | "PostResult" | "FinalResult"; readonly handle: unknown; readonly result: unknown }
+  | undefined =>
+{
+  try {
+    if (!isObject(value) || types.isProxy(value)) return undefined
+    const { _tag: tag, handle, result } = value as { _tag?: unknown; handle?: unknown; result?: unknown }
+    if (tag !== "Dispatch" && tag !== "PostResult" && tag !== "FinalResult") return undefined
+    if (tag !== "Dispatch" && !isObject(result)) return undefined
+    return { tag, handle, result }
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * One batch: the driver's mutable state and the ordered-lane steps. Only the driver fiber
@@ -121,6 +300,7 @@ class Batch {
   readonly contexts: Array<UserMessage> = []
   readonly running = new Set<number>()
   readonly handles = new Map<number, ToolRuntimeNs.Execution>()
+  readonly signal: AbortSignal
   next = 0
   cursor = 0
   inFlight = 0
@@ -137,8 +317,9 @@ class Batch {
     readonly batchId: string,
     readonly agent: AgentId | undefined,
     readonly maxParallel: number,
-    readonly signal: AbortSignal,
-    readonly onCommit: ((event: CommitEvent) => Effect.Effect<void>) | undefined,
+    readonly controller: AbortController,
+    readonly onCommit: ((event: CommitEvent) => unknown) | undefined,
+    readonly tap: ((event: CommitEvent) => Effect.Effect<void>) | undefined,
     readonly runtime: ToolRuntimeNs.Service,
     readonly registry: RegistryService,
     readonly log: ToolCallLog.Service,
@@ -146,14 +327,22 @@ class Batch {
     readonly probe: Probe | undefined
   ) {
     this.n = calls.length
+    this.signal = controller.signal
     this.args = new Array(this.n)
     this.parsed = new Array(this.n).fill(false)
     this.ready = new Array(this.n)
     this.results = new Array(this.n)
   }
 
+  /** A failure was recorded; settlements that arrived meanwhile are absorbed first. */
+  failed(): boolean {
+    absorbAll(this)
+    return this.failure !== undefined
+  }
+
+  /** No new call may start: a failure was recorded or the batch was cancelled (SCHED-9/10). */
   stopped(): boolean {
-    return this.failure !== undefined || this.signal.aborted
+    return this.failed() || this.signal.aborted
   }
 
   argumentsOf(index: number): unknown {
@@ -194,18 +383,27 @@ class Batch {
     if (this.failure === undefined) this.failure = failure
   }
 
+  /** Total: a malformed dispatch outcome is recorded as the runtime's defect, never thrown. */
   absorb(settlement: Settlement): void {
     const index = settlement.index
     this.inFlight--
     this.running.delete(index)
+    const handle = this.handles.get(index)
+    this.handles.delete(index)
     const exit = settlement.exit
-    if (Exit.isSuccess(exit)) {
-      const handle = this.handles.get(index)!
-      this.handles.delete(index)
-      this.ready[index] = { final: exit.value._tag === "FinalResult", handle, result: exit.value.result }
-    } else {
-      this.handles.delete(index)
+    if (Exit.isFailure(exit)) {
       this.fail({ _tag: "Defect", cause: exit.cause })
+      return
+    }
+    const outcome = readOutcome(exit.value)
+    if (outcome === undefined || outcome.tag === "Dispatch" || handle === undefined) {
+      this.fail({ _tag: "Defect", cause: malformedOutcome("dispatch") })
+      return
+    }
+    this.ready[index] = {
+      final: outcome.tag === "FinalResult",
+      handle,
+      result: outcome.result as ToolResult.ToolResult
     }
   }
 }
@@ -216,6 +414,10 @@ const absorbAll = (b: Batch): void => {
   b.settled = []
   for (const settlement of settled) b.absorb(settlement)
 }
+
+/** Runs a driver step; any defect it dies with is recorded as the batch's failure (SCHED-10). */
+const guarded = (b: Batch, effect: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.catchAllCause(effect, (cause) => Effect.sync(() => b.fail({ _tag: "Defect", cause })))
 
 /** Called by a dispatch fiber: hand the settlement to the driver and wake it if it waits. */
 const settle = (b: Batch, settlement: Settlement): Effect.Effect<void> =>
@@ -241,11 +443,53 @@ const waitSettlement = (b: Batch): Effect.Effect<void> =>
     })
   })
 
-const notify = (b: Batch, event: CommitEvent): Effect.Effect<void> =>
-  b.onCommit === undefined ? Effect.void : Effect.catchAllCause(
-    Effect.suspend(() => b.onCommit!(event)),
-    (cause) => Effect.logWarning(`scheduler onCommit failed for tool call "${event.callId}"`, cause)
+// ---------------------------------------------------------------------------------------------
+// onCommit: logged and ignored whatever it does (item 7b)
+// ---------------------------------------------------------------------------------------------
+
+/** Only the scheduler's own text is logged: never the user's value, nor a Cause holding it. */
+const commitFailed = (callId: string, detail: string): Effect.Effect<void> =>
+  Effect.catchAllCause(
+    Effect.logWarning(`scheduler onCommit failed for tool call "${callId}": ${detail}`),
+    () => Effect.void
   )
+
+const isGenuineEffect = (value: unknown): value is Effect.Effect<unknown, unknown> => {
+  try {
+    return !types.isProxy(value) && Effect.isEffect(value)
+  } catch {
+    return false
+  }
+}
+
+const callCommit = (
+  onCommit: (event: CommitEvent) => unknown,
+  event: CommitEvent
+): Effect.Effect<void> => {
+  const callId = event.callId
+  let returned: unknown
+  try {
+    returned = onCommit(event)
+  } catch (thrown) {
+    return commitFailed(callId, detailOf(thrown).message)
+  }
+  if (!isGenuineEffect(returned)) return commitFailed(callId, "onCommit must return an Effect")
+  return Effect.catchAllCause(
+    Effect.asVoid(returned),
+    (cause) => commitFailed(callId, detailOfCause(cause).message)
+  )
+}
+
+const notify = (b: Batch, event: CommitEvent): Effect.Effect<void> => {
+  const frozen = Object.freeze(event)
+  const tap = b.tap === undefined ? Effect.void : b.tap(frozen)
+  const onCommit = b.onCommit
+  return onCommit === undefined ? tap : Effect.zipRight(tap, Effect.suspend(() => callCommit(onCommit, frozen)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The ordered lane
+// ---------------------------------------------------------------------------------------------
 
 const stagedFailure = (b: Batch) => (cause: Cause.Cause<never>): Effect.Effect<undefined> =>
   Effect.sync(() => {
@@ -254,7 +498,7 @@ const stagedFailure = (b: Batch) => (cause: Cause.Cause<never>): Effect.Effect<u
   })
 
 const appendOrFail = (b: Batch, record: ToolCallLog.LogRecord): Effect.Effect<boolean> =>
-  b.log.append(record).pipe(
+  Effect.suspend(() => b.log.append(record)).pipe(
     Effect.as(true),
     Effect.catchAllCause((cause) =>
       Effect.sync(() => {
@@ -270,10 +514,10 @@ const appendOrFail = (b: Batch, record: ToolCallLog.LogRecord): Effect.Effect<bo
 const commit = Effect.fnUntraced(function*(b: Batch, index: number) {
   const ready = b.ready[index]!
   b.ready[index] = undefined
-  const result = yield* (ready.final ? b.runtime.finish(ready.handle, ready.result) : b.runtime.finalize(
-    ready.handle,
-    ready.result
-  )).pipe(Effect.catchAllCause(stagedFailure(b)))
+  const handle = ready.handle
+  const result = handle === undefined ? ready.result : yield* Effect.suspend(() =>
+    ready.final ? b.runtime.finish(handle, ready.result) : b.runtime.finalize(handle, ready.result)
+  ).pipe(Effect.catchAllCause(stagedFailure(b)))
   if (result === undefined) return
   const call = b.calls[index]
   if (!(yield* appendOrFail(b, ToolCallLog.resultRecord(b.batchId, index, call.callId, result)))) return
@@ -282,7 +526,7 @@ const commit = Effect.fnUntraced(function*(b: Batch, index: number) {
   if (contexts !== undefined) for (const context of contexts) b.contexts.push(context)
   if (!result.isError && result.concludesTurn === true) b.concluded = true
   b.cursor = index + 1
-  yield* notify(b, { callId: call.callId, index, result, synthetic: false })
+  yield* notify(b, { callId: call.callId, index, result, synthetic: handle === undefined })
 })
 
 const committable = (b: Batch): boolean =>
@@ -301,35 +545,57 @@ const pump = (b: Batch): Effect.Effect<void> =>
   })
 
 const dispatchFiber = (b: Batch, index: number, handle: ToolRuntimeNs.Execution): Effect.Effect<void> =>
-  Effect.interruptible(b.runtime.dispatch(handle)).pipe(
+  Effect.interruptible(Effect.suspend(() => b.runtime.dispatch(handle))).pipe(
     Effect.exit,
     Effect.flatMap((exit) => settle(b, { index, exit })),
     Effect.ensuring(b.semaphore.release(1)),
     Effect.asVoid
   )
 
-/** start(i), with a pool permit held: `tool/call`, prepare, then dispatch into the pool or fill the slot. */
+/**
+ * start(i), with a pool permit held: `tool/call`, prepare, then dispatch into the pool or fill the
+ * slot. `false` (permit returned, nothing done) when the batch had stopped before i could start.
+ * A failure seen at any later point (after the append, after prepare) starts nothing more: no
+ * prepare, no dispatch (SCHED-10).
+ */
 const start = Effect.fnUntraced(function*(b: Batch, index: number) {
+  if (b.stopped()) {
+    yield* b.semaphore.release(1)
+    return false
+  }
   b.next = index + 1
-  if (!(yield* appendOrFail(b, b.callRecord(index)))) {
+  if (!(yield* appendOrFail(b, b.callRecord(index))) || b.failed()) {
     yield* b.semaphore.release(1)
-    return
+    return true
   }
-  const prepared = yield* b.runtime.prepare(b.input(index)).pipe(Effect.catchAllCause(stagedFailure(b)))
-  if (prepared === undefined) {
+  const malformed = b.calls[index].malformed
+  if (malformed !== undefined) {
+    b.ready[index] = { handle: undefined, final: true, result: malformed }
     yield* b.semaphore.release(1)
-    return
+    yield* pump(b)
+    return true
   }
-  if (prepared._tag === "Dispatch") {
+  const prepared = yield* Effect.suspend(() => b.runtime.prepare(b.input(index))).pipe(
+    Effect.catchAllCause(stagedFailure(b))
+  )
+  const outcome = prepared === undefined ? undefined : readOutcome(prepared)
+  if (prepared !== undefined && outcome === undefined) b.fail({ _tag: "Defect", cause: malformedOutcome("prepare") })
+  if (outcome === undefined || b.failed()) {
+    yield* b.semaphore.release(1)
+    return true
+  }
+  const handle = outcome.handle as ToolRuntimeNs.Execution
+  if (outcome.tag === "Dispatch") {
     b.inFlight++
     b.running.add(index)
-    b.handles.set(index, prepared.handle)
-    yield* FiberSet.run(b.fibers!, dispatchFiber(b, index, prepared.handle))
+    b.handles.set(index, handle)
+    yield* FiberSet.run(b.fibers!, dispatchFiber(b, index, handle))
   } else {
-    b.ready[index] = { final: prepared._tag === "FinalResult", handle: prepared.handle, result: prepared.result }
+    b.ready[index] = { final: outcome.tag === "FinalResult", handle, result: outcome.result as ToolResult.ToolResult }
     yield* b.semaphore.release(1)
   }
   yield* pump(b)
+  return true
 })
 
 /** Takes a pool permit, waiting (and committing) while the pool is full. */
@@ -349,20 +615,25 @@ const awaitCommitted = Effect.fnUntraced(function*(b: Batch) {
   }
 })
 
-/** Drain: await every in-flight dispatch, committing in order unless the batch failed. */
+/**
+ * Drain: await every in-flight dispatch, committing in order unless the batch failed. A defect of
+ * a commit step is recorded and the wait goes on: no dispatch is left behind.
+ */
 const drain = Effect.fnUntraced(function*(b: Batch) {
-  yield* pump(b)
+  yield* guarded(b, pump(b))
   while (b.inFlight > 0) {
     yield* waitSettlement(b)
-    yield* pump(b)
+    yield* guarded(b, pump(b))
   }
 })
 
+/** SCHED-2, with any doubt (a failing or throwing registry) `exclusive`; a malformed call runs nothing. */
 const classify = (b: Batch, index: number): Effect.Effect<ExecutionMode> => {
   const call = b.calls[index]
-  return b.registry.executionMode({ name: call.name, arguments: b.argumentsOf(index), agent: b.agent }).pipe(
-    Effect.catchAllCause(() => exclusive)
-  )
+  if (call.malformed !== undefined) return parallel
+  return Effect.suspend(() =>
+    b.registry.executionMode({ name: call.name, arguments: b.argumentsOf(index), agent: b.agent })
+  ).pipe(Effect.catchAllCause(() => exclusive))
 }
 
 /** SCHED-9: a `tool/call` + synthetic ABORTED_BEFORE_DISPATCH `tool/result` per never-started call. */
@@ -405,16 +676,18 @@ const outcome = (b: Batch): Effect.Effect<BatchResult, LogFailure> => {
   })
 }
 
-/** The driver: groups (SCHED-3), rolling pool (SCHED-4), ordered lane (SCHED-5), drain (SCHED-9/10). */
-const drive = Effect.fnUntraced(function*(b: Batch) {
+/**
+ * Groups (SCHED-3), rolling pool (SCHED-4), ordered lane (SCHED-5). Every start path checks
+ * `stopped()` (which absorbs pending settlements first) right before the call starts.
+ */
+const schedule = Effect.fnUntraced(function*(b: Batch) {
   const n = b.n
-  b.fibers = yield* FiberSet.make<void>()
-  main: while (b.next < n && !b.stopped()) {
+  main: while (b.next < n) {
     yield* awaitCommitted(b)
     if (b.stopped()) break
     const mode = yield* classify(b, b.next)
     yield* b.semaphore.take(1)
-    yield* start(b, b.next)
+    if (!(yield* start(b, b.next))) break
     if (mode !== "parallel") continue
     while (b.next < n) {
       yield* acquire(b)
@@ -426,11 +699,25 @@ const drive = Effect.fnUntraced(function*(b: Batch) {
         yield* b.semaphore.release(1)
         break
       }
-      yield* start(b, b.next)
+      if (!(yield* start(b, b.next))) break main
     }
   }
+})
+
+/** The driver: schedule, drain (SCHED-9/10), synthetic results, outcome. */
+const drive = Effect.fnUntraced(function*(b: Batch) {
+  const fibers = yield* FiberSet.make<void>()
+  b.fibers = fibers
+  // Runs before the FiberSet's own finalizer: should the driver ever die with dispatches still in
+  // flight, they see the batch signal abort before they are interrupted and awaited.
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      if (b.inFlight > 0 || b.settled.length > 0) b.controller.abort(new DOMException(FAILED_REASON, "AbortError"))
+    })
+  )
+  yield* guarded(b, schedule(b))
   yield* drain(b)
-  yield* commitSkipped(b)
+  yield* guarded(b, commitSkipped(b))
   return yield* outcome(b)
 })
 
@@ -446,41 +733,43 @@ const linkSignal = (source: AbortSignal | undefined, controller: AbortController
 }
 
 /**
- * Runs one model message's tool calls (spec §16 with D-14/D-16).
+ * Runs one model message's tool calls (spec §16 with D-14/D-16). `tap` (trusted, for the stream)
+ * runs on the lane before the caller's `onCommit` for each commit.
  *
  * @internal
  */
 export const runBatch = (
   calls: ReadonlyArray<ModelToolCall>,
   options?: BatchOptions | undefined,
-  probe?: Probe | undefined
+  probe?: Probe | undefined,
+  tap?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
 ): Effect.Effect<BatchResult, LogFailure, ToolRuntime | ToolRegistry | ToolCallLog.ToolCallLog> =>
   Effect.suspend(() => {
-    const maxParallel = options?.maxParallel ?? DEFAULT_MAX_PARALLEL
-    if (!isValidMaxParallel(maxParallel)) return Effect.die(new Cause.IllegalArgumentException(MAX_PARALLEL_MESSAGE))
+    const settings = readOptions(options)
+    if (settings instanceof Cause.IllegalArgumentException) return Effect.die(settings)
     const items = readCalls(calls)
+    if (items instanceof Cause.IllegalArgumentException) return Effect.die(items)
     const n = items.length
     if (n === 0) return Effect.succeed(emptyResult)
-    const batchId = options?.batchId ?? items[0].callId
-    const agent = options?.agent
-    const onCommit = options?.onCommit
-    const cap = Math.min(maxParallel, n)
+    const batchId = settings.batchId ?? items[0].callId
+    const cap = Math.min(settings.maxParallel, n)
     return Effect.flatMap(
       Effect.context<ToolRuntime | ToolRegistry | ToolCallLog.ToolCallLog>(),
       (context) =>
         Effect.uninterruptibleMask((restore) => {
           const controller = new AbortController()
           setMaxListeners(0, controller.signal) // every in-flight call of the batch listens to it
-          const unlink = linkSignal(options?.signal, controller)
+          const unlink = linkSignal(settings.signal, controller)
           return Effect.gen(function*() {
             const semaphore = yield* Effect.makeSemaphore(cap)
             const batch = new Batch(
               items,
               batchId,
-              agent,
+              settings.agent,
               cap,
-              controller.signal,
-              onCommit,
+              controller,
+              settings.onCommit,
+              tap,
               stagedOf(Context.get(context, ToolRuntime)),
               Context.get(context, ToolRegistry),
               Context.get(context, ToolCallLog.ToolCallLog),
