@@ -7,25 +7,26 @@
  */
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type { LogRecord, Service } from "../src/ToolCallLog.js"
-import { ToolCallLog, validate } from "../src/ToolCallLog.js"
+import type { LogContents, LogRecord, Service } from "../src/ToolCallLog.js"
+import * as ToolCallLog from "../src/ToolCallLog.js"
 
 /**
  * A fresh, empty in-memory log. `append` fails with a `ToolCallLogError` only for a record that
- * does not match its schema (see `ToolCallLog.validate`); `records` never fails.
+ * does not match its schema (see `ToolCallLog.validate`); `records` and `contents` never fail,
+ * and `contents` never reports a corrupt record (only validated copies are held).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make: Effect.Effect<Service> = Effect.sync(() => {
   const stored: Array<LogRecord> = []
-  return {
+  return ToolCallLog.make({
     append: (record) =>
-      Effect.map(validate(record), (checked) => {
+      Effect.map(ToolCallLog.validate(record), (checked) => {
         stored.push(checked)
       }),
-    records: Effect.sync(() => stored.slice())
-  }
+    contents: Effect.sync((): LogContents => ({ records: stored.slice(), corrupt: [] }))
+  })
 })
 
 /**
@@ -34,4 +35,4 @@ export const make: Effect.Effect<Service> = Effect.sync(() => {
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<ToolCallLog> = Layer.effect(ToolCallLog, make)
+export const layer: Layer.Layer<ToolCallLog.ToolCallLog> = Layer.effect(ToolCallLog.ToolCallLog, make)

@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { ContentSchema } from "./Content.js"
+import { ContentBlockSchema } from "./Content.js"
 import * as Json from "./Json.js"
 import type { JsonValue } from "./Json.js"
 import * as internal from "./internal/toolCallLog.js"
@@ -29,9 +29,9 @@ export const JsonValueSchema: Schema.Schema<JsonValue> = Schema.declare(
   { identifier: "JsonValue", message: () => "Expected a lossless JSON value" }
 )
 
-const Content = ContentSchema.annotations({ parseOptions: { onExcessProperty: "preserve" } })
+const Content = internal.keepingUndeclaredKeys(Schema.Array(ContentBlockSchema), "Content")
 
-const ErrorInfo = Schema.Struct({ name: Schema.String, code: Schema.String })
+const ErrorInfo = internal.keepingUndeclaredKeys(Schema.Struct({ name: Schema.String, code: Schema.String }), "ErrorInfo")
 
 /**
  * `tool/call` (SCHED-7): the model's raw argument text, appended immediately before the call's
@@ -58,7 +58,8 @@ export interface ToolCallRecord extends Schema.Schema.Type<typeof ToolCallRecord
 /**
  * `tool/result` (SCHED-7, PRES-3): what the model and UIs see of one result — content,
  * `isError`, the error's `info` (only when present) and the presentation `meta` (only when
- * present). Never the canonical value: build it with {@link resultRecord}.
+ * present). Never the canonical value: build it with {@link resultRecord}. Content blocks and
+ * `error` keep their undeclared keys as own data properties (`__proto__` included, JSON-5).
  *
  * @since 0.1.0
  * @category schemas
@@ -125,7 +126,8 @@ export interface CodeDispatchRecord extends Schema.Schema.Type<typeof CodeDispat
 
 /**
  * Any durable record, discriminated by `_tag`. Decoding drops undeclared top-level keys (so a
- * stray `value` is never stored) and keeps undeclared keys of content blocks.
+ * stray `value` is never stored) and keeps undeclared keys of content blocks and `error` as own
+ * data properties (a key named `__proto__` included, JSON-5).
  *
  * @since 0.1.0
  * @category schemas
@@ -144,16 +146,70 @@ export const LogRecord: Schema.Schema<LogRecord> = Schema.Union(
 export type LogRecord = ToolCallRecord | ToolResultRecord | CodeDispatchStartRecord | CodeDispatchRecord
 
 /**
- * The log itself failed (storage error, or a record that does not match its schema). The
- * scheduler drains and reports it (D-16).
+ * Why a log backend refused to open, when it is a configuration problem rather than a storage
+ * failure: an option it cannot use (`InvalidOption`, e.g. an empty SQLite `filename`), or an
+ * existing table whose layout differs from the log's (`TableLayout`, one entry per difference).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const ToolCallLogErrorReason = Schema.Union(
+  Schema.TaggedStruct("InvalidOption", { option: Schema.String }),
+  Schema.TaggedStruct("TableLayout", { table: Schema.String, differences: Schema.Array(Schema.String) })
+).annotations({ identifier: "ToolCallLogErrorReason" })
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type ToolCallLogErrorReason = Schema.Schema.Type<typeof ToolCallLogErrorReason>
+
+/**
+ * The log itself failed (storage error, a record that does not match its schema, or a backend
+ * that cannot open). The scheduler drains and reports it (D-16). `reason` is present only for
+ * configuration problems found when a backend opens (see {@link ToolCallLogErrorReason}).
  *
  * @since 0.1.0
  * @category errors
  */
 export class ToolCallLogError extends Schema.TaggedError<ToolCallLogError>("effect-tool-runtime/ToolCallLogError")(
   "ToolCallLogError",
-  { message: Schema.String }
+  {
+    message: Schema.String,
+    reason: Schema.optionalWith(ToolCallLogErrorReason, { exact: true })
+  }
 ) {}
+
+/**
+ * A stored entry that could not be read back as a record (D-18): its sequence number in the
+ * backend (SQLite's `seq`) and why, e.g. `stored tool call log record is not JSON: <msg>`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CorruptRecord = Schema.Struct({
+  sequence: Schema.Number,
+  reason: Schema.String
+}).annotations({ identifier: "CorruptRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CorruptRecord extends Schema.Schema.Type<typeof CorruptRecord> {}
+
+/**
+ * Everything a log holds: every readable record in append order, and one {@link CorruptRecord}
+ * per stored entry that could not be read (in sequence order). A log that cannot hold corrupt
+ * entries (the memory log) always reports `corrupt: []`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LogContents {
+  readonly records: ReadonlyArray<LogRecord>
+  readonly corrupt: ReadonlyArray<CorruptRecord>
+}
 
 /**
  * @since 0.1.0
@@ -162,8 +218,17 @@ export class ToolCallLogError extends Schema.TaggedError<ToolCallLogError>("effe
 export interface Service {
   /** Appends one record durably; the effect succeeds once the record is stored. */
   readonly append: (record: LogRecord) => Effect.Effect<void, ToolCallLogError>
-  /** Every record in append order. */
+  /**
+   * Every readable record in append order. A stored entry that cannot be read is skipped and
+   * logged as a warning; {@link contents} reports it. Fails only when the log cannot be read at
+   * all.
+   */
   readonly records: Effect.Effect<ReadonlyArray<LogRecord>, ToolCallLogError>
+  /**
+   * The readable records and a report of the unreadable ones. Backends built with {@link make}
+   * always have it; use {@link readContents} to read any service (it falls back to `records`).
+   */
+  readonly contents?: Effect.Effect<LogContents, ToolCallLogError> | undefined
 }
 
 /**
@@ -171,6 +236,54 @@ export interface Service {
  * @category tags
  */
 export class ToolCallLog extends Context.Tag("effect-tool-runtime/ToolCallLog")<ToolCallLog, Service>() {}
+
+const warnCorrupt = (entry: CorruptRecord): Effect.Effect<void> =>
+  Effect.logWarning(`tool call log skipped a corrupt record (seq ${entry.sequence}): ${entry.reason}`).pipe(
+    Effect.annotateLogs({ sequence: entry.sequence, reason: entry.reason })
+  )
+
+/**
+ * A log service from its `append` and `contents`: `records` is `contents`' records, and each
+ * corrupt entry is logged as a warning (`tool call log skipped a corrupt record (seq <n>): <reason>`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (implementation: {
+  readonly append: (record: LogRecord) => Effect.Effect<void, ToolCallLogError>
+  readonly contents: Effect.Effect<LogContents, ToolCallLogError>
+}): Service => {
+  const contents = implementation.contents
+  return {
+    append: implementation.append,
+    contents,
+    records: Effect.flatMap(contents, (read) =>
+      read.corrupt.length === 0
+        ? Effect.succeed(read.records)
+        : Effect.as(Effect.forEach(read.corrupt, warnCorrupt, { discard: true }), read.records))
+  }
+}
+
+/**
+ * The {@link LogContents} of any log service: its `contents`, or its `records` with no corrupt
+ * entries when it has none.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const readContents = (service: Service): Effect.Effect<LogContents, ToolCallLogError> =>
+  service.contents ?? Effect.map(service.records, (records): LogContents => ({ records, corrupt: [] }))
+
+/**
+ * The {@link LogContents} of the log in context (see {@link readContents}).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const contents: Effect.Effect<LogContents, ToolCallLogError, ToolCallLog> = Effect.flatMap(
+  ToolCallLog,
+  readContents
+)
 
 /**
  * Builds the `tool/result` record of `result` (SCHED-7): `content` and `isError`, `error` =

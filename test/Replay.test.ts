@@ -4,20 +4,25 @@
  * reopened.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Logger, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
+import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as ToolCallLogSqlite from "../layers/ToolCallLogSqlite.js"
 import type { CallPresentation, LiveCall } from "../src/Presentation.js"
 import * as Presentation from "../src/Presentation.js"
 import * as Scheduler from "../src/Scheduler.js"
 import { defineTool } from "../src/Tool.js"
 import type * as Tool from "../src/Tool.js"
+import * as ToolCallLogModule from "../src/ToolCallLog.js"
 import { ToolCallLog } from "../src/ToolCallLog.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
+import { ownProtoKey } from "./fixtures/hostile.js"
 
 const readFile = defineTool({
   name: "read_file",
@@ -109,6 +114,150 @@ describe("live presentation equals replay", () => {
       })
       assert.strictEqual(records.filter((r) => r._tag === "tool/result").length, calls.length)
       assert.isFalse(JSON.stringify(records).includes("\"value\""), "canonical values are never persisted")
+      fs.rmSync(dir, { recursive: true, force: true })
+    }))
+})
+
+/** A tool whose content block and meta each carry an own `__proto__` key holding an object. */
+const protoTool = defineTool({
+  name: "proto_card",
+  description: "Renders a block with an own __proto__ key.",
+  parameters: {},
+  output: {
+    schema: { type: "null" },
+    render: () => [{ type: "text", text: "card", ...ownProtoKey({ polluted: true }) }],
+    presentationMeta: () => ({ ...ownProtoKey({ role: "admin" }), lines: 1 })
+  },
+  presentResult: (_args, result) => {
+    const block = result.content[0] as unknown as { readonly polluted?: unknown }
+    const meta = result.meta as { readonly role?: unknown } | undefined
+    return {
+      card: "generic",
+      title: `polluted=${String(block?.polluted)} role=${String(meta?.role)}`,
+      content: result.content
+    }
+  },
+  execute: () => Effect.succeed(null)
+})
+
+const protoTools: ReadonlyArray<Tool.ToolDefinition<never>> = [protoTool, readFile]
+const protoLookup = (name: string) => protoTools.find((tool) => tool.name === name)
+const protoCalls: ReadonlyArray<Scheduler.ModelToolCall> = [
+  { callId: "p1", name: "proto_card", arguments: "{}" },
+  { callId: "p2", name: "read_file", arguments: "{\"path\":\"/x\"}" }
+]
+
+const protoRegistry = Layer.scopedDiscard(
+  Effect.flatMap(ToolRegistry, (registry) => Effect.forEach(protoTools, (tool) => registry.register(tool)))
+).pipe(Layer.provideMerge(InMemoryToolRegistry.layer))
+
+/** Runs `protoCalls` through the scheduler with `log` and returns the live calls. */
+const runProtoBatch = Effect.gen(function*() {
+  const live: Array<LiveCall> = []
+  yield* Scheduler.runBatch(protoCalls, {
+    agent: "main",
+    onCommit: (event) =>
+      Effect.sync(() => {
+        const call = protoCalls[event.index]!
+        live.push({
+          callId: call.callId,
+          name: call.name,
+          agent: "main",
+          arguments: Presentation.parseArguments(call.arguments),
+          result: event.result
+        })
+      })
+  })
+  return live
+})
+
+const assertOwnProtoCard = (presentation: ReadonlyArray<CallPresentation>) => {
+  const result = presentation[0]!.result as { readonly title?: string; readonly content?: ReadonlyArray<object> }
+  assert.strictEqual(result.title, "polluted=undefined role=undefined")
+  const block = result.content![0]!
+  assert.strictEqual(Object.getPrototypeOf(block), Object.prototype)
+  assert.deepStrictEqual(Object.keys(block), ["type", "text", "__proto__"])
+  assert.deepStrictEqual(Object.getOwnPropertyDescriptor(block, "__proto__")?.value, { polluted: true })
+}
+
+describe("issue 8 item 8: __proto__ keys replay as own keys", () => {
+  it.live("issue 8 item 8 / JSON-5 / D-18: own __proto__ keys replay from the memory log", () =>
+    Effect.gen(function*() {
+      const { live, records } = yield* Effect.gen(function*() {
+        const live = yield* runProtoBatch
+        const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records)
+        return { live, records }
+      }).pipe(Effect.provide(ToolRuntime.layer.pipe(
+        Layer.provideMerge(protoRegistry),
+        Layer.provideMerge(ToolCallLogMemory.layer)
+      )))
+      const livePresentation = Presentation.livePresentation(live, protoLookup)
+      assertOwnProtoCard(livePresentation)
+      const replayed = Presentation.replay(records, protoLookup)
+      assertOwnProtoCard(replayed)
+      assert.deepStrictEqual(replayed, livePresentation)
+      const stored = records.find((record) => record._tag === "tool/result")!
+      const meta = (stored as ToolCallLogModule.ToolResultRecord).meta as object
+      assert.strictEqual(Object.getPrototypeOf(meta), Object.prototype)
+      assert.deepStrictEqual(Object.keys(meta), ["__proto__", "lines"])
+    }))
+
+  it.live("issue 8 item 8 / JSON-5 / D-18: own __proto__ keys replay from a reopened SQLite log", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "etr-replay-proto-"))
+      const filename = path.join(dir, "log.sqlite")
+      const live = yield* runProtoBatch.pipe(Effect.provide(ToolRuntime.layer.pipe(
+        Layer.provideMerge(protoRegistry),
+        Layer.provideMerge(ToolCallLogSqlite.layer({ filename }))
+      )))
+      const livePresentation = Presentation.livePresentation(live, protoLookup)
+      assertOwnProtoCard(livePresentation)
+      const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records).pipe(
+        Effect.provide(ToolCallLogSqlite.layer({ filename }))
+      )
+      const replayed = Presentation.replay(records, protoLookup)
+      assertOwnProtoCard(replayed)
+      assert.deepStrictEqual(replayed, livePresentation)
+      fs.rmSync(dir, { recursive: true, force: true })
+    }))
+})
+
+const rawExec = (filename: string, statement: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
+    Effect.provide(SqliteClient.layer({ filename }))
+  )
+
+describe("issue 8 item 14: replay from the good rows", () => {
+  it.live("issue 8 item 14 / D-18: corrupt rows between good ones are reported and replay equals the live run", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "etr-replay-corrupt-"))
+      const filename = path.join(dir, "log.sqlite")
+      const live = yield* runProtoBatch.pipe(Effect.provide(ToolRuntime.layer.pipe(
+        Layer.provideMerge(protoRegistry),
+        Layer.provideMerge(ToolCallLogSqlite.layer({ filename }))
+      )))
+      yield* rawExec(filename, "INSERT INTO tool_call_log (tag, payload) VALUES ('tool/call', '{oops')")
+      yield* rawExec(filename, "INSERT INTO tool_call_log (tag, payload) VALUES ('nope', '{\"_tag\":\"nope\"}')")
+      const warnings: Array<string> = []
+      const collect = Logger.make(({ message }) => {
+        warnings.push(String(Array.isArray(message) ? message[0] : message))
+      })
+      const { contents, records } = yield* Effect.gen(function*() {
+        const contents = yield* ToolCallLogModule.contents
+        const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records)
+        return { contents, records }
+      }).pipe(Effect.provide(Layer.merge(
+        ToolCallLogSqlite.layer({ filename }),
+        Logger.replace(Logger.defaultLogger, collect)
+      )))
+
+      assert.deepStrictEqual(contents.corrupt.map((entry) => entry.sequence), [5, 6])
+      assert.deepStrictEqual(records, contents.records)
+      assert.strictEqual(records.length, 4)
+      assert.strictEqual(warnings.length, 2)
+      const livePresentation = Presentation.livePresentation(live, protoLookup)
+      assert.deepStrictEqual(Presentation.replay(records, protoLookup), livePresentation)
+      assert.deepStrictEqual(Presentation.replay(contents.records, protoLookup), livePresentation)
       fs.rmSync(dir, { recursive: true, force: true })
     }))
 })

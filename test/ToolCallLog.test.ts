@@ -421,32 +421,36 @@ describe("ToolCallLogSqlite", () => {
       }).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
     }))
 
-  it.effect("D-16: corrupt stored rows are reported with their seq", () =>
+  it.effect("issue 8 item 14 / D-16: corrupt stored rows are skipped by records and reported with their seq", () =>
     Effect.gen(function*() {
-      const open = (filename: string) => readAll.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
+      const open = (filename: string) =>
+        Effect.all([readAll, ToolCallLog.contents]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
       const notJson = freshFile()
       yield* appendAll([call0]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: notJson })))
       yield* rawExec(notJson, "INSERT INTO tool_call_log (tag, payload) VALUES ('tool/call', '{oops')")
-      const message = yield* failMessage(open(notJson))
-      assert.isTrue(message.startsWith("stored tool call log record is not JSON: "), message)
-      assert.isTrue(message.endsWith(" (seq 2)"), message)
+      const [records, contents] = yield* open(notJson)
+      assert.deepStrictEqual(records, [call0])
+      assert.deepStrictEqual(contents.records, [call0])
+      assert.deepStrictEqual(contents.corrupt.map((entry) => entry.sequence), [2])
+      const reason = contents.corrupt[0]!.reason
+      assert.isTrue(reason.startsWith("stored tool call log record is not JSON: "), reason)
 
       const invalid = freshFile()
       yield* appendAll([call0]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: invalid })))
       yield* rawExec(invalid, `INSERT INTO tool_call_log (tag, payload) VALUES ('tool/call', '{"_tag":"tool/call"}')`)
-      assert.strictEqual(
-        yield* failMessage(open(invalid)),
-        "invalid stored tool call log record: batchId is missing (seq 2)"
-      )
+      yield* appendAll([call1]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: invalid })))
+      assert.deepStrictEqual(yield* open(invalid), [[call0, call1], {
+        records: [call0, call1],
+        corrupt: [{ sequence: 2, reason: "invalid stored tool call log record: batchId is missing" }]
+      }])
 
       const mismatch = freshFile()
       yield* appendAll([call0]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: mismatch })))
       const payload = JSON.stringify(call1)
       yield* rawExec(mismatch, `INSERT INTO tool_call_log (tag, payload) VALUES ('tool/result', '${payload}')`)
-      assert.strictEqual(
-        yield* failMessage(open(mismatch)),
-        "stored tool call log record has tag \"tool/result\" but a \"tool/call\" payload (seq 2)"
-      )
+      assert.deepStrictEqual((yield* open(mismatch))[1].corrupt, [
+        { sequence: 2, reason: "stored tool call log record has tag \"tool/result\" but a \"tool/call\" payload" }
+      ])
     }))
 })
 

@@ -1,6 +1,38 @@
 /** @internal */
-import type * as ParseResult from "effect/ParseResult"
+import * as Arbitrary from "effect/Arbitrary"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type * as AST from "effect/SchemaAST"
+import * as Json from "../Json.js"
 import type { JsonObject, JsonValue } from "../Json.js"
+
+const IGNORE: AST.ParseOptions = { onExcessProperty: "ignore" }
+
+/**
+ * `schema` (a schema without transformations) as a log field that keeps undeclared keys (JSON-5):
+ * the input is checked against `schema` with undeclared keys ignored, must be lossless JSON, and
+ * is returned itself. Nothing is copied, so every key — one named `__proto__` included — stays an
+ * own data property. (Schema's `onExcessProperty: "preserve"` assigns undeclared keys onto a
+ * fresh object, which makes an own `__proto__` key the copy's prototype.) Callers hand it
+ * detached values: a `Json.snapshot` copy or `JSON.parse` output.
+ *
+ * @internal
+ */
+export const keepingUndeclaredKeys = <A>(schema: Schema.Schema<A>, identifier: string): Schema.Schema<A> => {
+  const check = ParseResult.validateEither(schema)
+  const parse = (input: unknown, options: AST.ParseOptions | undefined, ast: AST.Declaration) => {
+    const checked = check(input, options === undefined ? IGNORE : { ...options, onExcessProperty: "ignore" })
+    if (Either.isLeft(checked)) return checked
+    return Json.isLossless(input)
+      ? Either.right(input as A)
+      : Either.left(new ParseResult.Type(ast, input, "Expected lossless JSON"))
+  }
+  return Schema.declare([], { decode: () => parse, encode: () => parse }, {
+    identifier,
+    arbitrary: () => Arbitrary.makeLazy(schema)
+  })
+}
 
 type Item = { readonly raw: string } | { readonly value: JsonValue }
 
