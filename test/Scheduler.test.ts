@@ -963,6 +963,31 @@ describe("Scheduler fault paths (issue 8 item 7)", () => {
   )
 
   it.effect(
+    "issue 8 item 7a / SCHED-10 / OQ-33: a dispatch defect settling during the next tool/call append: never prepared",
+    () =>
+      Effect.gen(function*() {
+        const world = Fake.make({
+          tools: { slow: {}, crash: { body: "die" }, read: {} },
+          gateAppend: (record) => record._tag === "tool/call" && record.callId === "c2"
+        })
+        const calls = [call("c0", "slow"), call("c1", "crash"), call("c2", "read")]
+        const { fiber, waits } = yield* forkProbed(world, calls)
+        yield* Deferred.await(world.entered("c1"))
+        yield* Deferred.await(world.appending("c2"))
+        yield* world.release("c1")
+        yield* Deferred.await(world.exited("c1"))
+        yield* Deferred.succeed(world.appendGate("c2"), undefined)
+        assert.deepStrictEqual(yield* nextWait(waits, fiber), [0])
+        assert.deepStrictEqual(durable(world.records), ["call c0", "call c1", "call c2"])
+        assert.deepStrictEqual(world.inputs.map((i) => i.callId), ["c0", "c1"])
+        yield* world.release("c0")
+        const exit = yield* Fiber.await(fiber)
+        assert.strictEqual((defectOf(exit) as Error).message, "dispatch crashed for c1")
+        assert.deepStrictEqual(eventsOf(world, "dispatch"), ["c0", "c1"])
+      })
+  )
+
+  it.effect(
     "issue 8 item 7a / SCHED-10: a staged step that throws synchronously: in-flight bodies drain, not interrupted",
     () =>
       Effect.gen(function*() {
