@@ -2,7 +2,7 @@
  * Approval inside the pipeline: APPR-1…5, D-7, and the interactive approval layer end to end.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Queue } from "effect"
+import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as ApprovalLayers from "../layers/Approval.js"
 import * as Presets from "../layers/Presets.js"
 import type { Approval, ApprovalOutcome } from "../src/Approval.js"
@@ -182,9 +182,9 @@ describe("APPR with the interactive layer", () => {
   it.scoped("APPR-3/4: a pending interactive request answered allowed-once runs the body", () =>
     Effect.gen(function*() {
       const { probe } = yield* askSetup("please")
-      const { pending } = yield* ApprovalLayers.InteractiveApprovals
+      const { arrivals } = yield* ApprovalLayers.InteractiveApprovals
       const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } }))
-      const request = yield* Queue.take(pending)
+      const request = Option.getOrThrow(yield* Stream.runHead(arrivals))
       const { signal, ...shown } = request.request
       assert.deepStrictEqual(shown, { agent: "a", toolName: "echo", callId: "c1", reason: "please" })
       assert.isFalse(signal.aborted)
@@ -198,12 +198,12 @@ describe("APPR with the interactive layer", () => {
   it.scoped("APPR-5 / T-PRE-008: the caller aborts while the request is pending → ABORTED_BEFORE_DISPATCH, even if granted later", () =>
     Effect.gen(function*() {
       const { probe } = yield* askSetup()
-      const { pending } = yield* ApprovalLayers.InteractiveApprovals
+      const { arrivals } = yield* ApprovalLayers.InteractiveApprovals
       const controller = new AbortController()
       const fiber = yield* Effect.fork(
         execute({ callId: "c1", name: "echo", agent: "a", arguments: {}, signal: controller.signal })
       )
-      const request = yield* Queue.take(pending)
+      const request = Option.getOrThrow(yield* Stream.runHead(arrivals))
       controller.abort()
       const result = yield* Fiber.join(fiber)
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
@@ -217,9 +217,9 @@ describe("APPR with the interactive layer", () => {
   it.scoped("APPR-5 / D-14: interrupting the calling fiber during the approval wait → cancelled → ABORTED_BEFORE_DISPATCH", () =>
     Effect.gen(function*() {
       const { probe } = yield* askSetup()
-      const { pending } = yield* ApprovalLayers.InteractiveApprovals
+      const { arrivals } = yield* ApprovalLayers.InteractiveApprovals
       const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", agent: "a", arguments: {} }))
-      const request = yield* Queue.take(pending)
+      const request = Option.getOrThrow(yield* Stream.runHead(arrivals))
       yield* Fiber.interrupt(fiber)
       assert.strictEqual(probe.observed.length, 1)
       assert.deepStrictEqual(probe.observed[0]!.result, ABORTED_BEFORE_DISPATCH)

@@ -40,19 +40,33 @@ export const mergeCached = (
  * win). `restore` hands an Effect back to the caller's context (for a `next` the user code
  * delegates to); when the captured services add nothing, nothing is switched.
  *
+ * `run` is user code: it is called right away, inside the caller's own guard, so a throw (of
+ * any value) reaches that guard and a value that is not an Effect is returned as it is for the
+ * guard's own check — never evaluated inside Effect's run loop, where a hostile thrown value
+ * would escape the fiber.
+ *
  * @internal
  */
+const identity = <B, F>(effect: Effect.Effect<B, F>): Effect.Effect<B, F> => effect
+
 export const withCaptured = <A, E>(
   captured: Context.Context<never>,
   run: (restore: <B, F>(effect: Effect.Effect<B, F>) => Effect.Effect<B, F>) => Effect.Effect<A, E, unknown>
-): Effect.Effect<A, E> =>
-  Effect.contextWithEffect((outer: Context.Context<never>) => {
-    const merged = mergeCached(outer, captured)
-    if (merged === outer) return run(identity) as Effect.Effect<A, E>
-    return replaceContext(run((effect) => replaceContext(effect, outer)), merged)
+): Effect.Effect<A, E> => {
+  if (captured.unsafeMap.size === 0) return run(identity) as Effect.Effect<A, E>
+  let outer: Context.Context<never> | undefined = undefined
+  const restore = <B, F>(effect: Effect.Effect<B, F>): Effect.Effect<B, F> =>
+    Effect.suspend(() => outer === undefined ? effect : replaceContext(effect, outer))
+  const out = run(restore)
+  if (!Effect.isEffect(out)) return out as never
+  return Effect.contextWithEffect((caller: Context.Context<never>) => {
+    const merged = mergeCached(caller, captured)
+    if (merged === caller) return out as Effect.Effect<A, E>
+    outer = caller
+    return replaceContext(out, merged)
   })
+}
 
-const identity = <B, F>(effect: Effect.Effect<B, F>): Effect.Effect<B, F> => effect
 
 /**
  * Runs `effect` with exactly `context` (no merge).

@@ -32,6 +32,7 @@ import * as ToolResult from "../ToolResult.js"
 import { ToolRuntime } from "../ToolRuntime.js"
 import { parseArguments } from "./arguments.js"
 import { stagedOf } from "./pipeline.js"
+import { isAbortSignal } from "./signals.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
 
 /**
@@ -182,20 +183,6 @@ const defaults: Settings = {
 }
 
 const OPTION_KEYS = ["agent", "maxParallel", "signal", "batchId", "onCommit"] as const
-
-const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")?.get
-
-/** A genuine `AbortSignal` (not a Proxy, not an object that only inherits from the prototype). */
-const isAbortSignal = (value: unknown): value is AbortSignal => {
-  if (typeof value !== "object" || value === null || types.isProxy(value) || abortedGetter === undefined) return false
-  try {
-    if (!(value instanceof AbortSignal)) return false
-    abortedGetter.call(value)
-    return Object.getPrototypeOf(value) === AbortSignal.prototype
-  } catch {
-    return false
-  }
-}
 
 /** The batch options, each read exactly once and validated. */
 const readOptions = (options: unknown): Settings | Cause.IllegalArgumentException => {

@@ -4,20 +4,23 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import { types } from "node:util"
 
 const noop = () => {}
 
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!
 
 /**
- * True only for a genuine `AbortSignal` of this realm's `AbortSignal` class: a brand check,
- * so look-alikes, proxies and objects forged over `AbortSignal.prototype` are rejected. Total.
+ * True only for a genuine `AbortSignal` of this realm: not a Proxy, an instance whose prototype
+ * is `AbortSignal.prototype` itself (not an object inheriting from a signal), and one that
+ * passes the `aborted` getter's brand check. Total.
  *
  * @internal
  */
 export const isAbortSignal = (u: unknown): u is AbortSignal => {
-  if (typeof u !== "object" || u === null) return false
+  if (typeof u !== "object" || u === null || types.isProxy(u)) return false
   try {
+    if (Object.getPrototypeOf(u) !== AbortSignal.prototype) return false
     abortedGetter.call(u)
     return true
   } catch {
