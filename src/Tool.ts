@@ -4,13 +4,17 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { Content } from "./Content.js"
 import type { RunContext, ToolExecution } from "./Execution.js"
 import type { JsonValue } from "./Json.js"
 import type { JsonSchema } from "./JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "./Presentation.js"
 import type { ToolResult } from "./ToolResult.js"
+import { sanitizeThrown } from "./ToolError.js"
+import { settlement, thenOf } from "./internal/promise.js"
 
 /**
  * The output declaration: a subset schema for the canonical value and pure projections of the
@@ -66,21 +70,36 @@ export interface ToolDefinition<R = never> {
 export type Any = ToolDefinition<unknown>
 
 /**
- * Adapts a Promise-returning function into an Effect body step: the function receives an
- * `AbortSignal` that aborts when the fiber is interrupted, and interruption waits until the
- * promise settles (a started body is never abandoned, D-14).
+ * Adapts a Promise-returning function into an Effect body step: `run` is called at once with an
+ * `AbortSignal` that aborts (with an `AbortError` `DOMException`) when the fiber is interrupted,
+ * and the step always waits until the promise settles (a started body is never abandoned,
+ * D-14). If the promise rejects after an interruption, the rejection is kept as the step's
+ * failure (PREC-1 row 10: a body's own error survives cancellation); if it resolves, the step
+ * ends interrupted. A synchronous throw of `run` is a failure.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const fromPromise = <A>(run: (signal: AbortSignal) => PromiseLike<A>): Effect.Effect<A, unknown> =>
-  Effect.async<A, unknown>((resume, signal) => {
-    const settled = Promise.resolve().then(() => run(signal)).then(
-      (a) => resume(Effect.succeed(a)),
-      (e) => resume(Effect.fail(e))
-    )
-    return Effect.promise(() => settled)
-  })
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend(() => {
+      const controller = new AbortController()
+      let returned: unknown
+      try {
+        returned = run(controller.signal)
+      } catch (error) {
+        return Effect.fail(sanitizeThrown(error))
+      }
+      const then = thenOf(returned)
+      if (then === undefined) return Effect.succeed(returned as A)
+      const settled = settlement(returned as PromiseLike<A>, then)
+      return Effect.flatMap(Effect.exit(restore(settled)), (exit) => {
+        if (Exit.isSuccess(exit) || !Cause.isInterruptedOnly(exit.cause)) return exit
+        controller.abort(new DOMException("the fiber was interrupted", "AbortError"))
+        return settled
+      })
+    })
+  )
 
 export {
   /**

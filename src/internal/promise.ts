@@ -29,20 +29,23 @@ export const thenOf = (u: unknown): Then | undefined => {
 export const isThenable = (u: unknown): u is PromiseLike<unknown> => thenOf(u) !== undefined
 
 /**
- * Awaits `thenable` until it settles, uninterruptibly: the body's own signal (not fiber
- * interruption) is how a Promise body learns it was cancelled. The settlement handlers are
- * attached before this returns, so a rejection is observed even if the Effect never runs;
- * `then` is called once, with the value as `this`. A `then` that throws is a rejection.
+ * Adopts `thenable` now: the settlement handlers are attached before this returns (so a
+ * rejection is always observed, even if the returned Effect never runs), `then` is called once
+ * with the value as `this`, and a `then` that throws is a rejection. The returned Effect waits
+ * for the settlement and is interruptible (interrupting the wait does not stop the settlement
+ * being observed); it may be run again to keep waiting.
  *
  * @internal
  */
-export const adopt = <A>(thenable: PromiseLike<A>, then: Then = thenOf(thenable)!): Effect.Effect<A, unknown> => {
+export const settlement = <A>(thenable: PromiseLike<A>, then: Then = thenOf(thenable)!): Effect.Effect<A, unknown> => {
   let settled: Effect.Effect<A, unknown> | undefined = undefined
   let resume: ((effect: Effect.Effect<A, unknown>) => void) | undefined = undefined
   const settle = (effect: Effect.Effect<A, unknown>) => {
     if (settled !== undefined) return
     settled = effect
-    resume?.(effect)
+    const waiting = resume
+    resume = undefined
+    waiting?.(effect)
   }
   const onFulfilled = (a: unknown) => settle(Effect.succeed(a as A))
   const onRejected = (e: unknown) => settle(Effect.fail(sanitizeThrown(e)))
@@ -51,13 +54,23 @@ export const adopt = <A>(thenable: PromiseLike<A>, then: Then = thenOf(thenable)
   } catch (error) {
     onRejected(error)
   }
-  return Effect.uninterruptible(
-    Effect.async<A, unknown>((cb) => {
-      if (settled !== undefined) cb(settled)
-      else resume = cb
+  return Effect.async<A, unknown>((cb) => {
+    if (settled !== undefined) return cb(settled)
+    resume = cb
+    return Effect.sync(() => {
+      if (resume === cb) resume = undefined
     })
-  )
+  })
 }
+
+/**
+ * Awaits `thenable` until it settles, uninterruptibly (see {@link settlement}): the body's own
+ * signal, not fiber interruption, is how a Promise body learns it was cancelled.
+ *
+ * @internal
+ */
+export const adopt = <A>(thenable: PromiseLike<A>, then?: Then): Effect.Effect<A, unknown> =>
+  Effect.uninterruptible(settlement(thenable, then))
 
 /** @internal */
 export const awaitSettled = <A>(promise: PromiseLike<A>): Effect.Effect<A, unknown> => adopt(promise)
