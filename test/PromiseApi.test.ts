@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import * as Presets from "../layers/Presets.js"
+import type { ExecuteInput } from "../src/Execution.js"
 import type { ToolDefinition } from "../src/Tool.js"
 import * as PromiseApi from "../src/PromiseApi.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
@@ -18,6 +19,7 @@ import {
   errorResult,
   isDeepFrozen
 } from "./fixtures/runtime.js"
+import * as Hostile from "./fixtures/hostile.js"
 
 const withTools = (...tools: ReadonlyArray<ToolDefinition<never>>) =>
   Layer.scopedDiscard(
@@ -184,4 +186,151 @@ describe("PromiseApi", () => {
     await api.dispose()
     assert.deepStrictEqual(await settledWithin(pending), ABORTED)
   })
+
+  describe("issue 8 item 3 / D-15: execute is as total as the Effect API", () => {
+    const inputs: ReadonlyArray<readonly [string, () => unknown, string]> = [
+      ["null", () => null, "tool execution input must be an object"],
+      ["undefined", () => undefined, "tool execution input must be an object"],
+      ["a throwing proxy", () => Hostile.throwingProxy(), "hostile get"],
+      ["a revoked proxy", () => Hostile.revokedProxy(), "Cannot perform 'get' on a proxy that has been revoked"],
+      ["a throwing signal getter", () => ({
+        callId: "c",
+        name: "echo",
+        arguments: {},
+        get signal() {
+          throw new Error("no signal")
+        }
+      }), "no signal"],
+      ["a fake signal", () => ({ callId: "c", name: "echo", arguments: {}, signal: { aborted: true } }), "tool execution input signal must be an AbortSignal when present"],
+      ["a proxy around a real signal", () => ({ callId: "c", name: "echo", arguments: {}, signal: new Proxy(new AbortController().signal, {}) }), "tool execution input signal must be an AbortSignal when present"],
+      ["a throwing callId getter", () => ({
+        get callId() {
+          throw new Error("no id")
+        },
+        name: "echo",
+        arguments: {}
+      }), "no id"],
+      ["a throwing arguments getter", () => ({
+        callId: "c",
+        name: "echo",
+        get arguments() {
+          throw new Error("no args")
+        }
+      }), "no args"]
+    ]
+    for (const [label, input, message] of inputs) {
+      it(`neither throws nor rejects for ${label}: the runtime's error result`, async () => {
+        const api = PromiseApi.make(withTools(echo()))
+        try {
+          let result: ToolResult | undefined
+          try {
+            result = await api.execute(input() as ExecuteInput)
+          } catch (error) {
+            assert.fail(`execute threw or rejected: ${String(error)}`)
+          }
+          assert.deepStrictEqual(result, errorResult(message))
+        } finally {
+          await api.dispose()
+        }
+      })
+    }
+
+    it("CREATE-3: the input reaches the runtime untouched (arguments read once, after the probe)", async () => {
+      const api = PromiseApi.make(withTools(echo()))
+      try {
+        const reads: Array<string> = []
+        const fields: Record<string, unknown> = { callId: "c1", name: "echo", signal: undefined, arguments: { text: "x" } }
+        const input = {}
+        for (const key of Object.keys(fields)) {
+          Object.defineProperty(input, key, { enumerable: true, get: () => (reads.push(key), fields[key]) })
+        }
+        assert.deepStrictEqual(await api.execute(input as ExecuteInput), echoed("x"))
+        assert.deepStrictEqual(reads, ["callId", "name", "signal", "arguments"])
+      } finally {
+        await api.dispose()
+      }
+    })
+
+    it("a layer that fails to build gives an error result, not a rejection", async () => {
+      const api = PromiseApi.make(Layer.fail("no tools") as unknown as Layer.Layer<ToolRuntime>)
+      const result = await api.execute({ callId: "c1", name: "echo", arguments: {} })
+      assert.deepStrictEqual(result, errorResult("the tool runtime failed: no tools"))
+      await api.dispose()
+    })
+  })
+
+  describe("issue 8 item 4: dispose covers calls that start while it runs", () => {
+    it("a call started during dispose is refused with an error result; in-flight calls are cancelled and awaited", async () => {
+      const body = started()
+      let exited = 0
+      const api = PromiseApi.make(withTools(echo({
+        execute: () =>
+          Effect.zipRight(Effect.sync(() => body.resolve()), Effect.never).pipe(
+            Effect.ensuring(Effect.sync(() => exited++))
+          )
+      })))
+      const inFlight = api.execute({ callId: "c1", name: "echo", arguments: {} })
+      await body.promise
+      const disposing = api.dispose()
+      const during = api.execute({ callId: "c2", name: "echo", arguments: {} })
+      assert.strictEqual(api.dispose(), disposing, "dispose is idempotent")
+      await disposing
+      const after = api.execute({ callId: "c3", name: "echo", arguments: {} })
+      assert.deepStrictEqual(await inFlight, ABORTED)
+      assert.deepStrictEqual(await during, errorResult(PromiseApi.DISPOSED_MESSAGE))
+      assert.deepStrictEqual(await after, errorResult(PromiseApi.DISPOSED_MESSAGE))
+      assert.strictEqual(exited, 1, "the in-flight body exited before dispose resolved")
+      const rejected = await api.run(Effect.void).then(() => undefined, (error: unknown) => error)
+      assert.instanceOf(rejected, PromiseApi.RuntimeDisposedError)
+      assert.strictEqual((rejected as Error).message, PromiseApi.DISPOSED_MESSAGE)
+    })
+
+    it("a call started while the layer is still building is cancelled by dispose, not left running", async () => {
+      const gate = started()
+      let ran = 0
+      const slow = Layer.scopedDiscard(Effect.promise(() => gate.promise))
+      const api = PromiseApi.make(withTools(echo({ execute: () => Effect.sync(() => ran++) })).pipe(Layer.provideMerge(slow)))
+      const pending = api.execute({ callId: "c1", name: "echo", arguments: {} })
+      const disposing = api.dispose()
+      gate.resolve()
+      await disposing
+      assert.deepStrictEqual(await pending, ABORTED_BEFORE_DISPATCH)
+      assert.strictEqual(ran, 0)
+    })
+  })
+
+  describe("issue 8 item 6 / D-20: listeners on a shared caller signal", () => {
+    it("30 concurrent calls sharing one signal: one listener, no MaxListenersExceededWarning, all removed", async () => {
+      const warnings: Array<string> = []
+      const onWarning = (warning: Error) => warnings.push(warning.name)
+      process.on("warning", onWarning)
+      let entered = 0
+      const allIn = started()
+      const api = PromiseApi.make(withTools(echo({
+        execute: () =>
+          Effect.zipRight(
+            Effect.sync(() => {
+              if (++entered === 30) allIn.resolve()
+            }),
+            Effect.never
+          )
+      })))
+      try {
+        const { controller, counts, signal } = countedSignal()
+        const pending = Array.from({ length: 30 }, (_, i) => api.execute({ callId: `c${i}`, name: "echo", arguments: {}, signal }))
+        await allIn.promise
+        assert.strictEqual(counts.live.size, 1)
+        controller.abort()
+        const results = await Promise.all(pending)
+        await new Promise<void>((resolve) => setImmediate(resolve))
+        assert.deepStrictEqual(results, Array.from({ length: 30 }, () => ABORTED))
+        assert.strictEqual(counts.live.size, 0)
+        assert.deepStrictEqual(warnings.filter((name) => name === "MaxListenersExceededWarning"), [])
+      } finally {
+        process.off("warning", onWarning)
+        await api.dispose()
+      }
+    })
+  })
 })
+
