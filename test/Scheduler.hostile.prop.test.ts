@@ -37,15 +37,6 @@ const behaviour: fc.Arbitrary<Behaviour> = fc.constantFrom<Behaviour>(
   "die"
 )
 
-/**
- * Registry hooks (pre, post, observer) do not yet throw or return their hostile value: the
- * in-memory registry calls a hook inside `withCaptured`'s Effect continuation, where a thrown or
- * returned Proxy escapes Effect's run loop (the fiber hangs, an unhandled rejection follows).
- * Reported for `layers/InMemoryToolRegistry.ts` / `src/internal/context.ts`; widen to
- * {@link behaviour} once hooks are invoked through the runtime's guarded `callHook`.
- */
-const hookBehaviour: fc.Arbitrary<Behaviour> = fc.constantFrom<Behaviour>("normal", "normal", "value", "fail", "die")
-
 /** Where a malformed call is hostile: the entry itself, its `callId`, or its `arguments` (value or throwing getter). */
 type Malformed = "entry" | "callId" | "arguments" | "argumentsGetter"
 
@@ -70,11 +61,11 @@ const callSpec: fc.Arbitrary<CallSpec> = fc.record({
   exclusive: fc.boolean(),
   stubborn: fc.boolean(),
   kind: Hostile.arbitraryKind,
-  pre: hookBehaviour,
+  pre: behaviour,
   guard: behaviour,
-  post: hookBehaviour,
+  post: behaviour,
   body: behaviour,
-  observer: hookBehaviour,
+  observer: behaviour,
   onCommit: behaviour
 })
 
