@@ -1,43 +1,254 @@
 /**
- * Ready-made runtime Layers.
+ * Ready-made runtime Layers: {@link layer} assembles a complete runtime in one call;
+ * {@link layerDefault} and {@link layerTest} are two fixed choices of it.
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Approval } from "../src/Approval.js"
 import * as IdGenerator from "../src/IdGenerator.js"
-import type { ToolRegistry } from "../src/ToolRegistry.js"
+import type * as Tool from "../src/Tool.js"
+import type { ToolCallLog } from "../src/ToolCallLog.js"
+import { detailOf, type JsonSchemaError } from "../src/ToolError.js"
+import { ToolRegistry, type ToolRegistrationError } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
-import * as ApprovalLayers from "./Approval.js"
+import * as ApprovalLayers from "./ApprovalLayers.js"
 import * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
 import * as TimeoutPolicy from "./TimeoutPolicy.js"
-
-const runtimeOver = <R>(services: Layer.Layer<R | ToolRegistry>) =>
-  Layer.mergeAll(ToolRuntime.layer, TimeoutPolicy.layer).pipe(Layer.provideMerge(services))
+import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
+import * as ToolCallLogNoop from "./ToolCallLogNoop.js"
 
 /**
- * The default runtime: in-memory registry (deployment mode native), no approval service (so
- * `ask` is denied, APPR-1), timeout policy on, random context ids.
+ * What {@link layer} assembles. Every field is optional and read exactly once, when `layer` is
+ * called.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<
+  T extends Tool.Any = never,
+  A extends Layer.Layer<Approval, unknown, unknown> = never,
+  L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never
+> {
+  /**
+   * Tools registered globally for the lifetime of the layer, in order. A refused definition
+   * fails the layer with the registry's `ToolRegistrationError` (or `JsonSchemaError`); the
+   * services the tools need become the layer's requirements.
+   */
+  readonly tools?: ReadonlyArray<T> | undefined
+  /**
+   * The approval service asked when a pre-execute policy answers `ask` (e.g.
+   * `ApprovalLayers.layerInteractive`). Default: none, so every `ask` is denied.
+   */
+  readonly approval?: A | undefined
+  /**
+   * The tool-call log the scheduler writes. Default: `ToolCallLogNoop.layer` (nothing is kept,
+   * so a long-running process does not grow); pass `ToolCallLogMemory.layer` to read records
+   * back in the same process, or a durable log to replay later.
+   */
+  readonly log?: L | undefined
+  /**
+   * The timeout policy: `true` or absent turns it on (tools that declare `timeoutMs` get that
+   * budget), `{ defaultTimeoutMs }` also gives every other tool that budget, `false` leaves it out.
+   */
+  readonly timeout?: boolean | TimeoutPolicy.Options | undefined
+  /** Ids of deferred context messages. Default: random UUIDs (`IdGenerator.layerRandom`). */
+  readonly ids?: I | undefined
+}
+
+type SuccessOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer ROut, infer _E, infer _R> ? ROut : never
+type ErrorOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer _ROut, infer E, infer _R> ? E : never
+type ContextOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer _ROut, infer _E, infer R> ? R : never
+type ToolRequirements<T> = T extends Tool.ToolDefinition<infer R> ? R : never
+
+/**
+ * What {@link layer} provides: the runtime, the registry, a log and an id generator (everything
+ * `Scheduler.runBatch` needs), plus whatever the chosen Layers provide.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Provided<A = never, L = never, I = never> =
+  | ToolRuntime.ToolRuntime
+  | ToolRegistry
+  | ToolCallLog
+  | IdGenerator.IdGenerator
+  | SuccessOf<A>
+  | SuccessOf<L>
+  | SuccessOf<I>
+
+/**
+ * Assembles a working runtime in one call: the in-memory registry, the runtime, the timeout
+ * policy (on unless `timeout: false`), the chosen approval service, a log (the no-op log unless
+ * `log` is given), an id generator and the `tools`, registered for the layer's lifetime.
+ *
+ * **Details**
+ *
+ * Options that cannot be used are a defect (`Cause.IllegalArgumentException`) raised when the
+ * layer is built, before anything is registered: `Presets.layer options must be an object`,
+ * `Presets.layer could not read option "<key>": <detail>`, `Presets.layer option "tools" must
+ * be an array of tool definitions`, `Presets.layer option "<key>" must be a Layer`,
+ * `Presets.layer option "timeout" must be true, false or { defaultTimeoutMs }` and
+ * `Presets.layer option "timeout.defaultTimeoutMs" must be a positive finite number no greater
+ * than 2147483647`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Scheduler, Tool } from "effect-tool-runtime"
+ * import { ApprovalLayers, Presets, ToolCallLogMemory } from "effect-tool-runtime/layers"
+ *
+ * declare const search: Tool.ToolDefinition
+ *
+ * const Runtime = Presets.layer({
+ *   tools: [search],
+ *   approval: ApprovalLayers.layerDenyAll,
+ *   log: ToolCallLogMemory.layer,
+ *   timeout: { defaultTimeoutMs: 30_000 }
+ * })
+ * const step = Scheduler.runBatch([{ callId: "c1", name: "search", arguments: "{}" }]).pipe(Effect.provide(Runtime))
+ * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerDefault: Layer.Layer<ToolRuntime.ToolRuntime | ToolRegistry> = runtimeOver(
-  InMemoryToolRegistry.layer
-)
+export const layer = <
+  T extends Tool.Any = never,
+  A extends Layer.Layer<Approval, unknown, unknown> = never,
+  L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never
+>(
+  options?: Options<T, A, L, I>
+): Layer.Layer<
+  Provided<A, L, I>,
+  ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError) | ErrorOf<A> | ErrorOf<L> | ErrorOf<I>,
+  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<A> | ContextOf<L> | ContextOf<I>
+> => {
+  const read = readOptions(options)
+  if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
+  const services = Layer.mergeAll(
+    InMemoryToolRegistry.layer,
+    read.approval ?? Layer.empty,
+    read.ids ?? IdGenerator.layerRandom,
+    read.log ?? ToolCallLogNoop.layer
+  )
+  const policies = Layer.mergeAll(
+    ToolRuntime.layer,
+    read.timeout === false ? Layer.empty : TimeoutPolicy.layerWith(read.timeout),
+    read.tools.length === 0 ? Layer.empty : registering(read.tools)
+  )
+  return policies.pipe(Layer.provideMerge(services)) as never
+}
+
+const registering = (tools: ReadonlyArray<Tool.Any>): Layer.Layer<never, unknown, unknown> =>
+  Layer.scopedDiscard(
+    Effect.flatMap(ToolRegistry, (registry) => Effect.forEach(tools, (tool) => registry.register(tool), { discard: true }))
+  )
+
+interface Read {
+  readonly tools: ReadonlyArray<Tool.Any>
+  readonly approval: Layer.Layer<never, unknown, unknown> | undefined
+  readonly log: Layer.Layer<ToolCallLog, unknown, unknown> | undefined
+  readonly ids: Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> | undefined
+  readonly timeout: false | TimeoutPolicy.Options | undefined
+}
+
+const KEYS = ["tools", "approval", "log", "timeout", "ids"] as const
+
+const prefix = "Presets.layer"
+
+/** Each option read once, then checked; a string is the message of the defect. */
+const readOptions = (options: unknown): Read | string => {
+  if (options === undefined) return { tools: [], approval: undefined, log: undefined, ids: undefined, timeout: undefined }
+  if ((typeof options !== "object" && typeof options !== "function") || options === null) {
+    return `${prefix} options must be an object`
+  }
+  const values: Record<(typeof KEYS)[number], unknown> = Object.create(null)
+  for (const key of KEYS) {
+    try {
+      values[key] = (options as Record<string, unknown>)[key]
+    } catch (thrown) {
+      return `${prefix} could not read option "${key}": ${detailOf(thrown).message}`
+    }
+  }
+  const tools = copyTools(values.tools)
+  if (typeof tools === "string") return tools
+  for (const key of ["approval", "log", "ids"] as const) {
+    const value = values[key]
+    if (value !== undefined && !isLayer(value)) return `${prefix} option "${key}" must be a Layer`
+  }
+  const timeout = readTimeout(values.timeout)
+  if (typeof timeout === "string") return timeout
+  return {
+    tools,
+    approval: values.approval as Read["approval"],
+    log: values.log as Read["log"],
+    ids: values.ids as Read["ids"],
+    timeout
+  }
+}
+
+const isLayer = (value: unknown): boolean => {
+  try {
+    return Layer.isLayer(value)
+  } catch {
+    return false
+  }
+}
+
+const copyTools = (tools: unknown): ReadonlyArray<Tool.Any> | string => {
+  if (tools === undefined) return []
+  try {
+    if (!Array.isArray(tools)) return `${prefix} option "tools" must be an array of tool definitions`
+    const length = tools.length
+    const out: Array<Tool.Any> = []
+    for (let i = 0; i < length; i++) out.push(tools[i] as Tool.Any)
+    return out
+  } catch (thrown) {
+    return `${prefix} could not read option "tools": ${detailOf(thrown).message}`
+  }
+}
+
+const readTimeout = (timeout: unknown): false | TimeoutPolicy.Options | undefined | string => {
+  if (timeout === undefined || timeout === true) return undefined
+  if (timeout === false) return false
+  const shape = `${prefix} option "timeout" must be true, false or { defaultTimeoutMs }`
+  if (typeof timeout !== "object" || timeout === null) return shape
+  let ms: unknown
+  try {
+    if (Array.isArray(timeout)) return shape
+    ms = (timeout as TimeoutPolicy.Options).defaultTimeoutMs
+  } catch (thrown) {
+    return `${prefix} could not read option "timeout": ${detailOf(thrown).message}`
+  }
+  if (ms === undefined) return undefined
+  if (!TimeoutPolicy.isValidTimeout(ms)) {
+    return `${prefix} option "timeout.defaultTimeoutMs" must be a positive finite number no greater than ${TimeoutPolicy.MAX_TIMEOUT_MS}`
+  }
+  return { defaultTimeoutMs: ms }
+}
 
 /**
- * The test runtime: like {@link layerDefault} with scripted approval answers and deterministic
- * context ids (`ctx-1`, `ctx-2`, …).
+ * The default runtime, `layer()`: in-memory registry, timeout policy on, no approval service
+ * (so every `ask` is denied), the no-op log, random context ids.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerDefault: Layer.Layer<Provided> = layer()
+
+/**
+ * The test runtime: like {@link layerDefault} with scripted approval answers (see
+ * `ApprovalLayers.layerScripted`), the in-memory log (records can be read back) and
+ * deterministic context ids (`ctx-1`, `ctx-2`, …).
  *
  * @since 0.1.0
  * @category layers
  */
 export const layerTest = (
   answers: ReadonlyArray<ApprovalLayers.ScriptedAnswer> = []
-): Layer.Layer<
-  ToolRuntime.ToolRuntime | ToolRegistry | Approval | ApprovalLayers.ScriptedApprovals | IdGenerator.IdGenerator
-> =>
-  runtimeOver(
-    Layer.mergeAll(InMemoryToolRegistry.layer, ApprovalLayers.layerScripted(answers), IdGenerator.layerCounter())
-  )
+): Layer.Layer<Provided<Layer.Layer<Approval | ApprovalLayers.ScriptedApprovals>>> =>
+  layer({ approval: ApprovalLayers.layerScripted(answers), log: ToolCallLogMemory.layer, ids: IdGenerator.layerCounter() })

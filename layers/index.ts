@@ -5,7 +5,7 @@
  */
 
 /** @since 0.1.0 */
-export * as Approval from "./Approval.js"
+export * as ApprovalLayers from "./ApprovalLayers.js"
 /** @since 0.1.0 */
 export * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
 /** @since 0.1.0 */
@@ -14,3 +14,5 @@ export * as Presets from "./Presets.js"
 export * as TimeoutPolicy from "./TimeoutPolicy.js"
 /** @since 0.1.0 */
 export * as ToolCallLogMemory from "./ToolCallLogMemory.js"
+/** @since 0.1.0 */
+export * as ToolCallLogNoop from "./ToolCallLogNoop.js"

@@ -1,6 +1,7 @@
 /**
  * The approval service asked when a pre-execute policy answers `ask` (spec §9.1, APPR-1…6,
- * DECISIONS D-7). Absent service, absent agent and service failures never approve.
+ * DECISIONS D-7). Absent service, absent agent and service failures never approve. Ready-made
+ * Layers of this service are in `ApprovalLayers` (`effect-tool-runtime/layers`).
  *
  * @since 0.1.0
  */

@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Chunk, Context, Effect, Exit, FastCheck, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
 import { getEventListeners } from "node:events"
-import * as ApprovalLayers from "../layers/Approval.js"
+import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Approval from "../src/Approval.js"
 import { PreDecision } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"

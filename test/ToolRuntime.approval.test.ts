@@ -3,7 +3,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Stream } from "effect"
-import * as ApprovalLayers from "../layers/Approval.js"
+import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Presets from "../layers/Presets.js"
 import type { Approval, ApprovalOutcome } from "../src/Approval.js"
 import { PreDecision } from "../src/Policy.js"

@@ -3,7 +3,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope, TestClock } from "effect"
-import * as ApprovalLayers from "../layers/Approval.js"
+import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Presets from "../layers/Presets.js"
 import { PostDecision, PreDecision } from "../src/Policy.js"
 import type { ToolDefinition } from "../src/Tool.js"

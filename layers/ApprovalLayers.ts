@@ -1,7 +1,7 @@
 /**
- * Approval Layers: deny-all, unavailable, approve-all, scripted answers, and an interactive
- * channel an application answers. (Providing no Approval at all means every `ask` is denied,
- * APPR-1.)
+ * Layers of the `Approval` service (the Tag lives in the root module `Approval`): deny-all,
+ * unavailable, approve-all, scripted answers, and an interactive channel an application
+ * answers. Providing no Approval at all means every `ask` is denied (APPR-1).
  *
  * @since 0.1.0
  */
