@@ -311,3 +311,16 @@ export class InvalidContextError extends Schema.TaggedError<InvalidContextError>
     return `invalid deferred context: ${this.reason}`
   }
 }
+
+/**
+ * A tool definition was refused at definition time by `Tool.defineTool` or `Tool.fromSchema`
+ * (DEF-1, D-6): a bad `timeoutMs`, a missing or non-callable callback, an empty name, options
+ * that cannot be read. Thrown synchronously; no definition is produced. Schema and DSL errors
+ * stay {@link JsonSchemaError}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ToolDefinitionError extends Schema.TaggedError<ToolDefinitionError>(
+  "effect-tool-runtime/ToolDefinitionError"
+)("ToolDefinitionError", { message: Schema.String }) {}

@@ -6,9 +6,10 @@ import * as Json from "../src/Json.js"
 import type { JsonValue } from "../src/Json.js"
 import type { ToolDefinition } from "../src/Tool.js"
 import { defineTool, validateArgs } from "../src/Tool.js"
-import { detailOf, JsonSchemaError, ToolArgsError } from "../src/ToolError.js"
+import { detailOf, JsonSchemaError, ToolArgsError, ToolDefinitionError } from "../src/ToolError.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import { defineContentToolFixture } from "./fixtures/contentTool.js"
+import { nullProto, revokedProxy, throwingConversions, throwingProxy } from "./fixtures/hostile.js"
 
 const text = (value: string) => ({ type: "text" as const, text: value })
 
@@ -194,6 +195,79 @@ describe("DEF-1 definition-time order and failures", () => {
       render: 1,
       presentationMeta: 1
     })
+  })
+})
+
+describe("issue 8 item 13(b): defineTool definition-time failures are typed", () => {
+  const definitionFailure = (thunk: () => unknown): ToolDefinitionError => {
+    const error = thrown(thunk)
+    assert.instanceOf(error, ToolDefinitionError)
+    assert.instanceOf(error, Error)
+    assert.strictEqual((error as ToolDefinitionError)._tag, "ToolDefinitionError")
+    return error as ToolDefinitionError
+  }
+
+  it(
+    "issue 8 item 13(b) / DEF-1 / D-6: every defineTool failure is a ToolDefinitionError with the spec message",
+    () => {
+    const throwingExecute = { ...minimal }
+    Object.defineProperty(throwingExecute, "execute", {
+      enumerable: true,
+      get: () => {
+        throw new Error("boom")
+      }
+    })
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [{ ...minimal, name: "" }, "defineTool(): name must be a non-empty string"],
+      [{ ...minimal, name: 10n }, "defineTool(): name must be a non-empty string"],
+      [{ ...minimal, timeoutMs: 0 }, "defineTool(echo): timeoutMs must be a positive finite number"],
+      [{ ...minimal, timeoutMs: Infinity }, "defineTool(echo): timeoutMs must be a positive finite number"],
+      [{ ...minimal, timeoutMs: 10n }, "defineTool(echo): timeoutMs must be a positive finite number"],
+      [
+        { ...minimal, timeoutMs: 2147483648 },
+        "defineTool(echo): timeoutMs must be a positive finite number no greater than 2147483647"
+      ],
+      [
+        { ...minimal, output: undefined },
+        "defineTool(echo): must declare output { schema, render, presentationMeta? }"
+      ],
+      [
+        { ...minimal, output: { schema: { type: "string" } } },
+        "defineTool(echo): must declare output { schema, render, presentationMeta? }"
+      ],
+      [
+        { ...minimal, output: { ...minimal.output, presentationMeta: 1 } },
+        "defineTool(echo): output.presentationMeta must be a function"
+      ],
+      [{ ...minimal, execute: 5 }, "defineTool(echo): execute must be a function"],
+      [{ ...minimal, presentCall: "card" }, "defineTool(echo): presentCall must be a function"],
+      [{ ...minimal, isConcurrencySafe: true }, "defineTool(echo): isConcurrencySafe must be a function"],
+      [{ ...minimal, deferLoading: "yes" }, "defineTool(echo): deferLoading must be a boolean"],
+      [{ ...minimal, description: 5 }, "defineTool(echo): description must be a string"],
+      [null, "defineTool(): options must be an object"],
+      [throwingProxy(), "defineTool(): options could not be read: hostile get"],
+      [
+        revokedProxy(),
+        "defineTool(): options could not be read: Cannot perform 'get' on a proxy that has been revoked"
+      ],
+      [throwingExecute, "defineTool(echo): options could not be read: boom"],
+      [{ ...minimal, output: throwingProxy() }, "defineTool(echo): options could not be read: hostile get"]
+    ]
+    for (const [options, expected] of cases) {
+      assert.strictEqual(definitionFailure(() => defineTool(options as never)).message, expected)
+    }
+  })
+
+  it("issue 8 item 13(b) / DEF-1: DSL errors stay typed JsonSchemaErrors; null-prototype options work", () => {
+    const dsl = thrown(() => defineTool({ ...minimal, parameters: { a: 42 } } as never))
+    assert.instanceOf(dsl, JsonSchemaError)
+    assert.strictEqual((dsl as JsonSchemaError)._tag, "JsonSchemaError")
+    const options = Object.assign(Object.create(null), { ...minimal, output: nullProto({ ...minimal.output }) })
+    const definition = defineTool(options as typeof minimal)
+    assert.strictEqual(definition.name, "echo")
+    assert.deepStrictEqual(definition.output.render({ text: "a" }, "a"), [text("a")])
+    const hostileThrow = thrown(() => defineTool({ ...minimal, timeoutMs: throwingConversions() } as never))
+    assert.instanceOf(hostileThrow, ToolDefinitionError)
   })
 })
 

@@ -7,7 +7,7 @@ import type { JsonValue } from "../Json.js"
 import * as JsonSchema from "../JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "../Presentation.js"
 import type { ToolDefinition, ToolOutput } from "../Tool.js"
-import { ToolArgsError } from "../ToolError.js"
+import { detailOf, ToolArgsError, ToolDefinitionError } from "../ToolError.js"
 import type { ToolResult } from "../ToolResult.js"
 import * as dsl from "./dsl.js"
 import { awaitSettled, isThenable } from "./promise.js"
@@ -58,14 +58,79 @@ export interface TypedTool<A, E, R> extends ToolDefinition<R> {
 
 type AnyFunction = (...args: ReadonlyArray<never>) => unknown
 
+const refuse = (message: string): ToolDefinitionError => new ToolDefinitionError({ message })
+
 const optionalFunction = (name: string, key: string, value: unknown): AnyFunction | undefined => {
   if (value === undefined) return undefined
-  if (typeof value !== "function") throw new Error(`defineTool(${name}): ${key} must be a function`)
+  if (typeof value !== "function") throw refuse(`defineTool(${name}): ${key} must be a function`)
   return value as AnyFunction
 }
 
-const missingOutput = (name: string): Error =>
-  new Error(`defineTool(${name}): must declare output { schema, render, presentationMeta? }`)
+const missingOutput = (name: string): ToolDefinitionError =>
+  refuse(`defineTool(${name}): must declare output { schema, render, presentationMeta? }`)
+
+const isObjectLike = (value: unknown): value is object =>
+  (typeof value === "object" && value !== null) || typeof value === "function"
+
+/** Every option `defineTool` uses, each read exactly once (DEF-1 a). */
+interface ReadOptions {
+  readonly description: unknown
+  readonly output: unknown
+  readonly schema: unknown
+  readonly render: unknown
+  readonly presentationMeta: unknown
+  readonly execute: unknown
+  readonly finalizeContent: unknown
+  readonly projectContent: unknown
+  readonly presentCall: unknown
+  readonly presentResult: unknown
+  readonly isConcurrencySafe: unknown
+  readonly timeoutMs: unknown
+  readonly deferLoading: unknown
+  readonly parameters: unknown
+}
+
+const readName = (options: unknown): unknown => {
+  if (!isObjectLike(options)) throw refuse("defineTool(): options must be an object")
+  try {
+    return (options as { readonly name?: unknown }).name
+  } catch (error) {
+    throw refuse(`defineTool(): options could not be read: ${detailOf(error).message}`)
+  }
+}
+
+const readOptions = (name: string, options: object): ReadOptions => {
+  try {
+    const o = options as { readonly [key: string]: unknown }
+    const description = o.description
+    const output = o.output
+    let schema: unknown, render: unknown, presentationMeta: unknown
+    if (isObjectLike(output)) {
+      const out = output as { readonly [key: string]: unknown }
+      schema = out.schema
+      render = out.render
+      presentationMeta = out.presentationMeta
+    }
+    return {
+      description,
+      output,
+      schema,
+      render,
+      presentationMeta,
+      execute: o.execute,
+      finalizeContent: o.finalizeContent,
+      projectContent: o.projectContent,
+      presentCall: o.presentCall,
+      presentResult: o.presentResult,
+      isConcurrencySafe: o.isConcurrencySafe,
+      timeoutMs: o.timeoutMs,
+      deferLoading: o.deferLoading,
+      parameters: o.parameters
+    }
+  } catch (error) {
+    throw refuse(`defineTool(${name}): options could not be read: ${detailOf(error).message}`)
+  }
+}
 
 /** @internal */
 export const defineTool = <
@@ -73,50 +138,50 @@ export const defineTool = <
   const O extends ValueSpec,
   Out extends BodyResult<InferValue<O>>
 >(options: DefineToolOptions<P, O, Out>): TypedTool<InferValue<O>, BodyError<Out>, BodyContext<Out>> => {
-  const name: unknown = options.name
-  if (typeof name !== "string" || name.length === 0) throw new Error("defineTool(): name must be a non-empty string")
-  const description = options.description
-  const output = options.output as unknown as Record<string, unknown> | undefined
-  if (typeof output !== "object" || output === null) throw missingOutput(name)
-  const outputSchema = output.schema
-  const renderField = output.render
-  if (typeof renderField !== "function") throw missingOutput(name)
-  const render = renderField as (args: JsonValue, value: JsonValue) => Content
-  const presentationMeta = optionalFunction(name, "output.presentationMeta", output.presentationMeta) as
+  const name: unknown = readName(options)
+  if (typeof name !== "string" || name.length === 0) throw refuse("defineTool(): name must be a non-empty string")
+  const read = readOptions(name, options)
+  const description = read.description
+  if (typeof description !== "string") throw refuse(`defineTool(${name}): description must be a string`)
+  if (!isObjectLike(read.output)) throw missingOutput(name)
+  const outputSchema = read.schema
+  if (typeof read.render !== "function") throw missingOutput(name)
+  const render = read.render as (args: JsonValue, value: JsonValue) => Content
+  const presentationMeta = optionalFunction(name, "output.presentationMeta", read.presentationMeta) as
     | ((args: JsonValue, value: JsonValue) => JsonValue)
     | undefined
-  const body = options.execute as unknown
-  if (typeof body !== "function") throw new Error(`defineTool(${name}): execute must be a function`)
+  const body = read.execute
+  if (typeof body !== "function") throw refuse(`defineTool(${name}): execute must be a function`)
   const author = body as (args: JsonValue, ctx: RunContext) => unknown
-  const finalizeContent = optionalFunction(name, "finalizeContent", options.finalizeContent) as
+  const finalizeContent = optionalFunction(name, "finalizeContent", read.finalizeContent) as
     | ToolDefinition["finalizeContent"]
     | undefined
-  const projectContent = optionalFunction(name, "projectContent", options.projectContent) as
+  const projectContent = optionalFunction(name, "projectContent", read.projectContent) as
     | ToolDefinition["projectContent"]
     | undefined
-  const presentCall = optionalFunction(name, "presentCall", options.presentCall) as
+  const presentCall = optionalFunction(name, "presentCall", read.presentCall) as
     | ((args: JsonValue) => CallView | undefined)
     | undefined
-  const presentResult = optionalFunction(name, "presentResult", options.presentResult) as
+  const presentResult = optionalFunction(name, "presentResult", read.presentResult) as
     | ((args: JsonValue, result: ResultProjection) => ResultView | undefined)
     | undefined
-  const isConcurrencySafe = optionalFunction(name, "isConcurrencySafe", options.isConcurrencySafe) as
+  const isConcurrencySafe = optionalFunction(name, "isConcurrencySafe", read.isConcurrencySafe) as
     | ((args: JsonValue) => boolean)
     | undefined
-  const timeoutMs: unknown = options.timeoutMs
-  const deferLoading: unknown = options.deferLoading
-  const parameterSpec = options.parameters
+  const timeoutMs = read.timeoutMs
+  const deferLoading = read.deferLoading
+  const parameterSpec = read.parameters
 
   if (timeoutMs !== undefined) {
     if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new Error(`defineTool(${name}): timeoutMs must be a positive finite number`)
+      throw refuse(`defineTool(${name}): timeoutMs must be a positive finite number`)
     }
     if (timeoutMs > MAX_TIMEOUT_MS) {
-      throw new Error(`defineTool(${name}): timeoutMs must be a positive finite number no greater than 2147483647`)
+      throw refuse(`defineTool(${name}): timeoutMs must be a positive finite number no greater than 2147483647`)
     }
   }
   if (deferLoading !== undefined && typeof deferLoading !== "boolean") {
-    throw new Error(`defineTool(${name}): deferLoading must be a boolean`)
+    throw refuse(`defineTool(${name}): deferLoading must be a boolean`)
   }
   const parameters = dsl.compileParameters(parameterSpec)
   const schema = dsl.compileValue(outputSchema)
