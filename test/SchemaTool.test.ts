@@ -1,12 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Context, Effect, Exit, Fiber, FastCheck, ParseResult, Schema } from "effect"
+import * as Presets from "../layers/Presets.js"
 import type { Content } from "../src/Content.js"
 import type { RunContext } from "../src/Execution.js"
 import * as Json from "../src/Json.js"
 import type { JsonValue } from "../src/Json.js"
 import * as JsonSchema from "../src/JsonSchema.js"
 import * as Tool from "../src/Tool.js"
-import { JsonSchemaError, ToolArgsError, ToolOutputError } from "../src/ToolError.js"
+import { JsonSchemaError, ToolArgsError, ToolDefinitionError, ToolOutputError } from "../src/ToolError.js"
+import * as ToolRegistry from "../src/ToolRegistry.js"
+import * as ToolRuntime from "../src/ToolRuntime.js"
 
 const makeCtx = (signal: AbortSignal = new AbortController().signal): RunContext => ({
   token: Symbol("test"),
@@ -51,6 +54,19 @@ const definitionError = (f: () => unknown): JsonSchemaError => {
     return e as JsonSchemaError
   }
   throw new Error("expected a definition-time JsonSchemaError")
+}
+
+/** The message of the `ToolDefinitionError` thrown by `f` (issue 8 item 13(b)). */
+const definitionFailure = (f: () => unknown): string => {
+  try {
+    f()
+  } catch (e) {
+    assert.instanceOf(e, ToolDefinitionError)
+    assert.instanceOf(e, Error)
+    assert.strictEqual((e as ToolDefinitionError)._tag, "ToolDefinitionError")
+    return (e as ToolDefinitionError).message
+  }
+  throw new Error("expected a definition-time ToolDefinitionError")
 }
 
 const thrownMessage = (f: () => unknown): string => {
@@ -267,7 +283,7 @@ describe("Tool.fromSchema", () => {
       ])
     })
 
-    it("D-6: an empty name and bad timeouts are plain definition-time Errors", () => {
+    it("issue 8 item 13(b) / D-6: an empty name and bad timeouts are typed ToolDefinitionErrors", () => {
       const base = {
         description: "",
         parameters: Schema.Struct({}),
@@ -275,12 +291,12 @@ describe("Tool.fromSchema", () => {
         execute: () => Effect.succeed("x")
       }
       assert.strictEqual(
-        thrownMessage(() => Tool.fromSchema({ ...base, name: "" })),
+        definitionFailure(() => Tool.fromSchema({ ...base, name: "" })),
         "fromSchema(): name must be a non-empty string"
       )
       for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 2147483648]) {
         assert.strictEqual(
-          thrownMessage(() => Tool.fromSchema({ ...base, name: "t", timeoutMs })),
+          definitionFailure(() => Tool.fromSchema({ ...base, name: "t", timeoutMs })),
           "fromSchema(t): timeoutMs must be a positive finite number no greater than 2147483647"
         )
       }
@@ -912,5 +928,301 @@ describe("Tool.fromSchema", () => {
       },
       { fastCheck: { numRuns: 100 } }
     )
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// issue 8 item 8 (JSON-4) and item 13(b)
+
+/** Paths of every reachable object whose prototype is not the intrinsic `Object`/`Array` one. */
+const foreignPrototypes = (root: unknown): Array<string> => {
+  const out: Array<string> = []
+  const stack: Array<readonly [unknown, string]> = [[root, "$"]]
+  while (stack.length > 0) {
+    const [node, path] = stack.pop()!
+    if (typeof node !== "object" || node === null) continue
+    const proto = Object.getPrototypeOf(node)
+    if (proto !== Object.prototype && proto !== Array.prototype) out.push(path)
+    for (const key of Object.keys(node)) {
+      stack.push([Object.getOwnPropertyDescriptor(node, key)!.value, `${path}.${key}`])
+    }
+  }
+  return out
+}
+
+const ownProto = (value: object): unknown => Object.getOwnPropertyDescriptor(value, "__proto__")?.value
+
+/** A fromSchema tool over `parameters` whose body records the decoded arguments. */
+const recording = <A, I>(parameters: Schema.Schema<A, I, never>) => {
+  const seen: { args?: A } = {}
+  const definition = Tool.fromSchema({
+    name: "rec",
+    description: "records its arguments",
+    parameters,
+    output: { schema: Schema.Null, render: () => [] },
+    execute: (args) =>
+      Effect.sync(() => {
+        seen.args = args
+        return null
+      })
+  })
+  return { definition, seen }
+}
+
+const Meta = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+describe("issue 8 item 8: an own __proto__ key stays an own key (JSON-4, JSON-5)", () => {
+  it.effect(
+    "issue 8 item 8 / JSON-4: a Schema.Record argument keeps __proto__ as data; its prototype is Object.prototype",
+    () =>
+    Effect.gen(function*() {
+      const { definition, seen } = recording(Schema.Struct({ meta: Meta }))
+      const args = { meta: JSON.parse(`{"a":1,"__proto__":{"role":"admin"},"b":2}`) }
+      yield* definition.execute(args, makeCtx())
+      const meta = seen.args!.meta as Record<string, unknown>
+      assert.strictEqual(Object.getPrototypeOf(meta), Object.prototype)
+      assert.isUndefined(meta.role)
+      assert.isTrue(Object.hasOwn(meta, "__proto__"))
+      assert.deepStrictEqual(Object.keys(meta), ["a", "__proto__", "b"])
+      assert.strictEqual(JSON.stringify(ownProto(meta)), `{"role":"admin"}`)
+      assert.deepStrictEqual(foreignPrototypes(seen.args), [])
+    }))
+
+  it.scoped(
+    "issue 8 item 8 / JSON-4: a model-supplied __proto__ key reaches a registered fromSchema body as an own key",
+    () =>
+    Effect.gen(function*() {
+      const seen: Array<Record<string, unknown>> = []
+      const definition = Tool.fromSchema({
+        name: "tag",
+        description: "stores metadata",
+        parameters: Schema.Struct({ meta: Meta }),
+        output: { schema: Schema.Struct({ meta: Meta }), render: () => text("stored") },
+        execute: ({ meta }) =>
+          Effect.sync(() => {
+            seen.push(meta as Record<string, unknown>)
+            return { meta }
+          })
+      })
+      yield* (yield* ToolRegistry.ToolRegistry).register(definition)
+      const runtime = yield* ToolRuntime.ToolRuntime
+      const result = yield* runtime.execute({
+        callId: "c1",
+        name: "tag",
+        arguments: JSON.parse(`{"meta":{"__proto__":{"role":"admin"}}}`)
+      })
+      assert.strictEqual(seen.length, 1)
+      assert.strictEqual(Object.getPrototypeOf(seen[0]), Object.prototype)
+      assert.isUndefined(seen[0]!.role)
+      assert.isTrue(Object.hasOwn(seen[0]!, "__proto__"))
+      assert.isFalse(result.isError)
+      assert.strictEqual(JSON.stringify(!result.isError && result.value), `{"meta":{"__proto__":{"role":"admin"}}}`)
+      assert.deepStrictEqual(foreignPrototypes(!result.isError && result.value), [])
+    }).pipe(Effect.provide(Presets.layerTest())))
+
+  it.effect(
+    "issue 8 item 8 / JSON-4: index-signature structs, nested records, unions of records and records in arrays",
+    () =>
+    Effect.gen(function*() {
+      const polluted = () => JSON.parse(`{"__proto__":{"role":"admin"}}`) as Record<string, unknown>
+      const cases: ReadonlyArray<readonly [string, Schema.Schema<any, any, never>, unknown]> = [
+        [
+          "Struct with an index signature",
+          Schema.Struct({ meta: Schema.Struct({ a: Schema.Number }, Meta) }),
+          { meta: JSON.parse(`{"a":1,"__proto__":{"role":"admin"},"b":"x"}`) }
+        ],
+        [
+          "nested records",
+          Schema.Struct({ meta: Schema.Record({ key: Schema.String, value: Meta }) }),
+          { meta: { x: polluted(), ...polluted() } }
+        ],
+        [
+          "a union containing a record",
+          Schema.Struct({
+            meta: Schema.Union(
+              Schema.String,
+              Schema.Record({ key: Schema.String, value: Schema.Struct({ role: Schema.String }) })
+            )
+          }),
+          { meta: polluted() }
+        ],
+        ["records in an array", Schema.Struct({ meta: Schema.Array(Meta) }), { meta: [polluted(), { b: polluted() }] }],
+        [
+          "a record under a transformation (optionalWith default)",
+          Schema.Struct({ meta: Schema.optionalWith(Meta, { default: () => ({}) }) }),
+          { meta: polluted() }
+        ]
+      ]
+      for (const [label, parameters, args] of cases) {
+        const { definition, seen } = recording(parameters)
+        yield* definition.execute(args as JsonValue, makeCtx())
+        assert.deepStrictEqual(foreignPrototypes(seen.args), [], label)
+        assert.strictEqual(JSON.stringify(seen.args), JSON.stringify(args), label)
+        assert.isUndefined((seen.args as { meta: { role?: unknown } }).meta.role, label)
+      }
+    }))
+
+  it.effect(
+    "issue 8 item 8 / JSON-4: primitive and null __proto__ values are kept; a bad value is reported at its path",
+    () =>
+    Effect.gen(function*() {
+      const numbers = recording(
+        Schema.Struct({ meta: Schema.Record({ key: Schema.String, value: Schema.NullOr(Schema.Number) }) })
+      )
+      yield* numbers.definition.execute({ meta: JSON.parse(`{"__proto__":5,"n":null}`) }, makeCtx())
+      assert.strictEqual(JSON.stringify(numbers.seen.args), `{"meta":{"__proto__":5,"n":null}}`)
+      yield* numbers.definition.execute({ meta: JSON.parse(`{"__proto__":null}`) }, makeCtx())
+      assert.strictEqual(Object.getPrototypeOf(numbers.seen.args!.meta), Object.prototype)
+      assert.isTrue(Object.hasOwn(numbers.seen.args!.meta, "__proto__"))
+      const bad = yield* Effect.flip(
+        numbers.definition.execute({ meta: JSON.parse(`{"a":"x","__proto__":{"role":"admin"}}`) }, makeCtx())
+      )
+      assert.instanceOf(bad, ToolArgsError)
+      assert.deepStrictEqual((bad as ToolArgsError).violations, [
+        `"meta.a": Expected number, actual "x"`,
+        `"meta.a": Expected null, actual "x"`,
+        `"meta.__proto__": Expected number, actual {"role":"admin"}`,
+        `"meta.__proto__": Expected null, actual {"role":"admin"}`
+      ])
+      const closed = recording(Schema.Struct({ meta: Schema.Struct({ a: Schema.Number }) }))
+      const excess = yield* Effect.flip(
+        closed.definition.execute({ meta: JSON.parse(`{"a":1,"__proto__":{"role":"admin"}}`) }, makeCtx())
+      )
+      assert.deepStrictEqual((excess as ToolArgsError).violations, [
+        `"meta.__proto__" is not a declared property (additionalProperties: false)`
+      ])
+    }))
+
+  it.effect(
+    "issue 8 item 8 / JSON-4: the encoded canonical value, output.validate and render keep own __proto__ keys",
+    () =>
+    Effect.gen(function*() {
+      const rendered: Array<unknown> = []
+      const definition = Tool.fromSchema({
+        name: "out",
+        description: "returns a record",
+        parameters: Schema.Struct({}),
+        output: {
+          schema: Schema.Struct({ meta: Meta }),
+          render: (_args, value) => {
+            rendered.push(value)
+            return text("ok")
+          }
+        },
+        execute: () => Effect.succeed({ meta: JSON.parse(`{"a":1,"__proto__":{"role":"admin"}}`) })
+      })
+      const canonical = (yield* definition.execute({}, makeCtx())) as { readonly meta: object }
+      assert.deepStrictEqual(foreignPrototypes(canonical), [])
+      assert.strictEqual(JSON.stringify(canonical), `{"meta":{"a":1,"__proto__":{"role":"admin"}}}`)
+      assert.deepStrictEqual(definition.output.validate!(canonical as JsonValue), [])
+      definition.output.render({}, canonical as JsonValue)
+      assert.deepStrictEqual(foreignPrototypes(rendered[0]), [])
+      assert.strictEqual(JSON.stringify(rendered[0]), `{"meta":{"a":1,"__proto__":{"role":"admin"}}}`)
+    }))
+
+  type Tree = null | boolean | number | string | ReadonlyArray<Tree> | { readonly [key: string]: Tree }
+  const Json: Schema.Schema<Tree> = Schema.suspend((): Schema.Schema<Tree> =>
+    Schema.Union(
+      Schema.Null,
+      Schema.Boolean,
+      Schema.Number,
+      Schema.String,
+      Schema.Array(Json),
+      Schema.Record({ key: Schema.String, value: Json })
+    )
+  ).annotations({ identifier: "Json" })
+
+  const withKeys = (entries: ReadonlyArray<readonly [string, unknown]>): Record<string, unknown> => {
+    const out: Record<string, unknown> = {}
+    for (const [key, value] of entries) {
+      Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
+    }
+    return out
+  }
+
+  const { tree } = FastCheck.letrec<{ tree: unknown }>((tie) => ({
+    tree: FastCheck.oneof(
+      { depthSize: "small", withCrossShrink: true },
+      FastCheck.oneof(FastCheck.constant(null), FastCheck.boolean(), FastCheck.integer(), FastCheck.string()),
+      FastCheck.array(tie("tree"), { maxLength: 3 }),
+      FastCheck.uniqueArray(
+        FastCheck.tuple(FastCheck.constantFrom("a", "b", "__proto__", "constructor"), tie("tree")),
+        { maxLength: 4, selector: ([key]) => key }
+      ).map(withKeys)
+    )
+  }))
+
+  it.prop(
+    "issue 8 item 8 / JSON-4: a recursive union of records round-trips JSON with __proto__ keys unchanged",
+    [tree],
+    ([value]) => {
+      let next: Tree = null
+      const definition = Tool.fromSchema({
+        name: "json",
+        description: "returns any JSON",
+        parameters: Schema.Struct({}),
+        output: { schema: Json, render: () => [] },
+        execute: () => Effect.succeed(next)
+      })
+      next = value as Tree
+      const canonical = Effect.runSync(definition.execute({}, makeCtx()))
+      assert.strictEqual(JSON.stringify(canonical), JSON.stringify(value))
+      assert.deepStrictEqual(foreignPrototypes(canonical), [])
+      assert.deepStrictEqual(definition.output.validate!(canonical as JsonValue), [])
+    },
+    { fastCheck: { numRuns: 200 } }
+  )
+})
+
+describe("issue 8 item 13(b): fromSchema definition-time failures are typed", () => {
+  it("issue 8 item 13(b) / D-21: every fromSchema definition failure is a ToolDefinitionError with its message", () => {
+    const base = {
+      name: "t",
+      description: "d",
+      parameters: Schema.Struct({}),
+      output: { schema: Schema.String, render: () => [] },
+      execute: () => Effect.succeed("x")
+    }
+    const throwingExecute = { ...base }
+    Object.defineProperty(throwingExecute, "execute", {
+      get: () => {
+        throw new Error("boom")
+      }
+    })
+    const cases: ReadonlyArray<readonly [unknown, string]> = [
+      [null, "fromSchema(): options must be an object"],
+      [
+        new Proxy({}, {
+          get: () => {
+            throw new Error("hostile get")
+          }
+        }),
+        "fromSchema(): options could not be read: hostile get"
+      ],
+      [throwingExecute, "fromSchema(t): options could not be read: boom"],
+      [{ ...base, name: 10n }, "fromSchema(): name must be a non-empty string"],
+      [{ ...base, description: 1 }, "fromSchema(t): description must be a string"],
+      [{ ...base, parameters: { type: "object" } }, "fromSchema(t): parameters must be an Effect Schema"],
+      [{ ...base, output: undefined }, "fromSchema(t): must declare output { schema, render, presentationMeta? }"],
+      [
+        { ...base, output: { schema: Schema.String, render: () => [], presentationMeta: 1 } },
+        "fromSchema(t): must declare output { schema, render, presentationMeta? }"
+      ],
+      [
+        { ...base, output: { schema: { type: "string" }, render: () => [] } },
+        "fromSchema(t): output.schema must be an Effect Schema"
+      ],
+      [{ ...base, execute: 5 }, "fromSchema(t): execute must be a function"],
+      [{ ...base, presentCall: "card" }, "fromSchema(t): presentCall must be a function"],
+      [{ ...base, finalizeContent: {} }, "fromSchema(t): finalizeContent must be a function"],
+      [{ ...base, deferLoading: "yes" }, "fromSchema(t): deferLoading must be a boolean"],
+      [
+        { ...base, timeoutMs: 10n },
+        "fromSchema(t): timeoutMs must be a positive finite number no greater than 2147483647"
+      ]
+    ]
+    for (const [options, expected] of cases) {
+      assert.strictEqual(definitionFailure(() => Tool.fromSchema(options as never)), expected)
+    }
   })
 })
