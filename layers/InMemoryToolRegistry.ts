@@ -99,6 +99,11 @@ const classify = (viewOf: (agent?: AgentId) => RegistryView, input: ClassifyInpu
   }
 }
 
+/**
+ * REG-9 / D-1 over a registered definition: its fields are the registry's frozen snapshot taken
+ * at registration, so this never throws for them; `parameters` is copied afresh for each call.
+ * Only the transport (not registered, read live) can still be lossy.
+ */
 const projectSchema = (name: string, definition: Tool.Any): ToolSchema => {
   const snapshot = Json.snapshot(definition.parameters)
   if (snapshot._tag !== "Lossless") {
@@ -206,9 +211,9 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
               return Effect.fail(new ToolRegistrationError({ message: checks.duplicateMessage(checked.name, agent) }))
             }
             const registered: RegisteredTool = {
-              definition: definition as Tool.Any,
+              definition: checked.snapshot,
               context: context as Context.Context<never>,
-              validateOutput: checks.validatorFor(definition as Tool.Any, checked)
+              validateOutput: checks.validatorFor(checked)
             }
             state_.ensureLayer(state, agent).tools.set(checked.name, registered)
             state_.invalidate(state)
