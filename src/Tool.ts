@@ -107,8 +107,9 @@ export {
    * `output.schema` once, types the body, renderer and presenters from the specs, and returns a
    * frozen {@link ToolDefinition} whose `execute` validates arguments strictly (failing with
    * `ToolArgsError` without calling the body, D-11) and adapts Promise bodies (awaited until they
-   * settle, even when interrupted). Throws synchronously on an empty name, a bad `timeoutMs` or a
-   * DSL error (`JsonSchemaError`).
+   * settle, even when interrupted). Throws synchronously: a `ToolDefinitionError` for an empty
+   * name, a bad `timeoutMs`, a missing or non-callable callback or options that cannot be read,
+   * and a `JsonSchemaError` for a DSL error.
    *
    * @since 0.1.0
    * @category constructors
@@ -147,6 +148,12 @@ export {
 
 export {
   /**
+   * Defines a tool from Effect Schemas: `parameters` is projected to JSON Schema, `output.schema`
+   * to the subset plus a full `output.validate`; `execute` decodes the arguments, runs the body
+   * and encodes the value. An own `__proto__` key stays an own data key through decoding and
+   * encoding (JSON-4). Throws `ToolDefinitionError` for bad options and `JsonSchemaError` for
+   * schemas that cannot be projected.
+   *
    * @since 0.1.0
    * @category constructors
    */

@@ -64,13 +64,20 @@ export interface ToolSchema {
 }
 
 /**
- * A definition as stored: the definition, the services its body needs (captured at
- * registration) and its output validator (compiled once per definition).
+ * A definition as stored: the registry's frozen snapshot of the definition, the services its
+ * body needs (captured at registration) and its output validator (compiled once per definition
+ * object and checked output schema).
  *
  * @since 0.1.0
  * @category models
  */
 export interface RegisteredTool {
+  /**
+   * Every field of the registered definition, read once at registration (JSON fields as
+   * detached frozen copies). Its callbacks call the author's functions with the author's
+   * definition (for `output.*`, the author's `output` object) as `this`; the author's object is
+   * never read again.
+   */
   readonly definition: Tool.Any
   readonly context: Context.Context<never>
   readonly validateOutput: Validator
@@ -149,7 +156,9 @@ export interface ClassifyInput {
 }
 
 /**
- * A registration was refused (REG-1, D-6, MODE-5). The message is the spec's text.
+ * A registration was refused (REG-1, D-6, MODE-5): a field of the wrong kind, a getter or proxy
+ * trap that throws while the definition is read, a bad `timeoutMs` or `parameters`, the reserved
+ * name, a duplicate. The message is the spec's text where the spec has one.
  *
  * @since 0.1.0
  * @category errors
@@ -240,7 +249,7 @@ export interface Service {
   readonly view: (agent?: AgentId) => Effect.Effect<RegistryView>
   /** Synchronous {@link view} for hot paths and pure callers. */
   readonly unsafeView: (agent?: AgentId) => RegistryView
-  /** REG-8. */
+  /** REG-8: the visible definition, as the registry's frozen snapshot. */
   readonly get: (name: string, agent?: AgentId) => Effect.Effect<Option.Option<Tool.Any>>
   /** REG-9 / D-1: model-facing projections in view order, deep-detached copies. */
   readonly schemas: (agent?: AgentId) => Effect.Effect<ReadonlyArray<ToolSchema>>
