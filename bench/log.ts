@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
-import * as ToolCallLogSqlite from "../layers/ToolCallLogSqlite.js"
+import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
 
@@ -54,8 +54,8 @@ export const run = async (): Promise<void> => {
       readonly [string, () => Layer.Layer<ToolCallLog.ToolCallLog, ToolCallLog.ToolCallLogError>]
     > = [
       ["memory", () => ToolCallLogMemory.layer],
-      ["sqlite :memory:", () => ToolCallLogSqlite.layer({ filename: ":memory:" })],
-      ["sqlite file", () => ToolCallLogSqlite.layer({ filename: path.join(dir, `log-${Math.random()}.db`) })]
+      ["libSQL :memory:", () => ToolCallLogSql.layerLibsql({ url: ":memory:" })],
+      ["libSQL file", () => ToolCallLogSql.layerLibsql({ url: `file:${path.join(dir, `log-${Math.random()}.db`)}` })]
     ]
     const best = new Map<string, Figures>()
     let codec = Number.POSITIVE_INFINITY

@@ -1,18 +1,17 @@
 /**
- * End to end (D-18, PRES-1…3, SCHED-7): a batch run through the scheduler into a SQLite file
+ * End to end (D-18, PRES-1…3, SCHED-7): a batch run through the scheduler into a libSQL file
  * log presents exactly the same cards live and when replayed after the database was closed and
- * reopened.
+ * reopened. (The shared log suite replays from every backend, PostgreSQL included.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Logger, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
-import * as ToolCallLogSqlite from "../layers/ToolCallLogSqlite.js"
+import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
 import type { CallPresentation, LiveCall } from "../src/Presentation.js"
 import * as Presentation from "../src/Presentation.js"
 import * as Scheduler from "../src/Scheduler.js"
@@ -70,14 +69,14 @@ const registryWithTools = Layer.scopedDiscard(
 const lookup = (name: string) => tools.find((tool) => tool.name === name)
 
 describe("live presentation equals replay", () => {
-  it.live("D-18: a scheduled batch replays from a reopened SQLite file log into the live cards", () =>
+  it.live("D-18: a scheduled batch replays from a reopened libSQL file log into the live cards", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "etr-replay-"))
-      const filename = path.join(dir, "log.sqlite")
+      const filename = path.join(dir, "log.db")
       const live: Array<LiveCall> = []
       const firstSession = ToolRuntime.layer.pipe(
         Layer.provideMerge(registryWithTools),
-        Layer.provideMerge(ToolCallLogSqlite.layer({ filename }))
+        Layer.provideMerge(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )
       const scope = yield* Scope.make()
       const batch = yield* Scheduler.runBatch(calls, {
@@ -102,7 +101,7 @@ describe("live presentation equals replay", () => {
       const livePresentation = Presentation.livePresentation(live, lookup)
 
       const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records).pipe(
-        Effect.provide(ToolCallLogSqlite.layer({ filename }))
+        Effect.provide(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )
       const replayed: Array<CallPresentation> = Presentation.replay(records, lookup)
       assert.deepStrictEqual(replayed, livePresentation)
@@ -202,18 +201,18 @@ describe("issue 8 item 8: __proto__ keys replay as own keys", () => {
       assert.deepStrictEqual(Object.keys(meta), ["__proto__", "lines"])
     }))
 
-  it.live("issue 8 item 8 / JSON-5 / D-18: own __proto__ keys replay from a reopened SQLite log", () =>
+  it.live("issue 8 item 8 / JSON-5 / D-18: own __proto__ keys replay from a reopened libSQL file log", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "etr-replay-proto-"))
-      const filename = path.join(dir, "log.sqlite")
+      const filename = path.join(dir, "log.db")
       const live = yield* runProtoBatch.pipe(Effect.provide(ToolRuntime.layer.pipe(
         Layer.provideMerge(protoRegistry),
-        Layer.provideMerge(ToolCallLogSqlite.layer({ filename }))
+        Layer.provideMerge(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )))
       const livePresentation = Presentation.livePresentation(live, protoLookup)
       assertOwnProtoCard(livePresentation)
       const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records).pipe(
-        Effect.provide(ToolCallLogSqlite.layer({ filename }))
+        Effect.provide(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )
       const replayed = Presentation.replay(records, protoLookup)
       assertOwnProtoCard(replayed)
@@ -224,17 +223,17 @@ describe("issue 8 item 8: __proto__ keys replay as own keys", () => {
 
 const rawExec = (filename: string, statement: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(statement)).pipe(
-    Effect.provide(SqliteClient.layer({ filename }))
+    Effect.provide(ToolCallLogSql.layerLibsqlClient({ url: `file:${filename}` }))
   )
 
 describe("issue 8 item 14: replay from the good rows", () => {
   it.live("issue 8 item 14 / D-18: corrupt rows between good ones are reported and replay equals the live run", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "etr-replay-corrupt-"))
-      const filename = path.join(dir, "log.sqlite")
+      const filename = path.join(dir, "log.db")
       const live = yield* runProtoBatch.pipe(Effect.provide(ToolRuntime.layer.pipe(
         Layer.provideMerge(protoRegistry),
-        Layer.provideMerge(ToolCallLogSqlite.layer({ filename }))
+        Layer.provideMerge(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )))
       yield* rawExec(filename, "INSERT INTO tool_call_log (tag, payload) VALUES ('tool/call', '{oops')")
       yield* rawExec(filename, "INSERT INTO tool_call_log (tag, payload) VALUES ('nope', '{\"_tag\":\"nope\"}')")
@@ -247,7 +246,7 @@ describe("issue 8 item 14: replay from the good rows", () => {
         const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records)
         return { contents, records }
       }).pipe(Effect.provide(Layer.merge(
-        ToolCallLogSqlite.layer({ filename }),
+        ToolCallLogSql.layerLibsql({ url: `file:${filename}` }),
         Logger.replace(Logger.defaultLogger, collect)
       )))
 

@@ -1,21 +1,20 @@
 /**
- * Issue 8, the log's items: `__proto__` keys stay own keys through every record kind and backend
- * (item 8, JSON-5), and the SQLite log survives corrupt rows, foreign tables and bad filenames
- * (item 14, D-18).
+ * Issue 8, the log's items: `__proto__` keys stay own keys through the codec and the record
+ * Schemas (item 8, JSON-5); every service has `contents`, and the libSQL layer refuses bad URLs
+ * and reports open failures at layer build (item 14, D-18). The per-backend halves of both items
+ * run in the shared suite, `ToolCallLog.backends.test.ts`.
  */
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, HashMap, Layer, Logger, Option, Schema } from "effect"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Exit, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
-import * as ToolCallLogSqlite from "../layers/ToolCallLogSqlite.js"
+import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
-import type { ToolResult } from "../src/ToolResult.js"
-import { nullProto, ownProtoKey } from "./fixtures/hostile.js"
+import { ownProtoKey } from "./fixtures/hostile.js"
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tool-call-log-hardening-"))
 let fileCount = 0
@@ -32,13 +31,8 @@ const appendAll = (records: ReadonlyArray<unknown>) =>
     (log) => Effect.forEach(records, (record) => log.append(record as LogRecord), { discard: true })
   )
 
-const rawExec = (filename: string, ...statements: ReadonlyArray<string>) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(statements, (statement) => sql.unsafe(statement))).pipe(
-    Effect.provide(SqliteClient.layer({ filename }))
-  )
-
 /** The typed failure of building `layer` (a defect fails the test). */
-const buildError = <E>(layer: Layer.Layer<ToolCallLog.ToolCallLog, E>) =>
+const buildError = <A, E>(layer: Layer.Layer<A, E>) =>
   Effect.map(Effect.flip(Layer.build(layer).pipe(Effect.scoped)), (error) => {
     assert.instanceOf(error, ToolCallLog.ToolCallLogError)
     const typed = error as ToolCallLog.ToolCallLogError
@@ -98,53 +92,7 @@ const protoRecords = (): ReadonlyArray<Record<string, unknown>> => [
   }
 ]
 
-const assertProtoRecords = (records: ReadonlyArray<LogRecord>) => {
-  assert.strictEqual(records.length, 3)
-  const [result, dispatch, start] = records as ReadonlyArray<Record<string, any>>
-  assert.strictEqual(result!._tag, "tool/result")
-  assertOwnProto(result!.content[0], { polluted: true })
-  assertOwnProto(result!.content[1], { role: "admin" })
-  assertOwnProto(result!.error, { admin: true })
-  assertOwnProto(result!.meta, { top: "x" })
-  assertOwnProto(result!.meta.nested, { deep: [1] })
-  assertOwnProto(dispatch!.content[0], { cache: { ttl: 1 } })
-  assertOwnProto(dispatch!.arguments, { path: "/etc" })
-  assertOwnProto(start!.arguments[0], { path: "/etc" })
-  assert.deepStrictEqual(records, protoRecords())
-  assert.strictEqual(({} as Record<string, unknown>).polluted, undefined)
-}
-
-interface Backend {
-  readonly name: string
-  readonly layer: () => Layer.Layer<ToolCallLog.ToolCallLog, ToolCallLog.ToolCallLogError>
-}
-
-const backends: ReadonlyArray<Backend> = [
-  { name: "memory", layer: () => ToolCallLogMemory.layer },
-  { name: "sqlite :memory:", layer: () => ToolCallLogSqlite.layer({ filename: ":memory:" }) },
-  { name: "sqlite file", layer: () => ToolCallLogSqlite.layer({ filename: freshFile() }) }
-]
-
 describe("issue 8 item 8: __proto__ keys stay own keys in the log", () => {
-  for (const backend of backends) {
-    it.effect(
-      `issue 8 item 8 / JSON-5: content blocks, error, meta and arguments keep own __proto__ keys (${backend.name})`,
-      () =>
-        Effect.gen(function*() {
-          yield* appendAll(protoRecords())
-          assertProtoRecords(yield* readAll)
-          assertProtoRecords((yield* ToolCallLog.contents).records)
-        }).pipe(Effect.provide(backend.layer()))
-    )
-  }
-
-  it.effect("issue 8 item 8 / JSON-5: a reopened SQLite file reads own __proto__ keys back", () =>
-    Effect.gen(function*() {
-      const filename = freshFile()
-      yield* appendAll(protoRecords()).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      assertProtoRecords(yield* readAll.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename }))))
-    }))
-
   it.effect("issue 8 item 8 / JSON-5: validate, encodeJson and decodeJson keep own __proto__ keys", () =>
     Effect.gen(function*() {
       const [record] = protoRecords()
@@ -176,39 +124,10 @@ describe("issue 8 item 8: __proto__ keys stay own keys in the log", () => {
       "undeclared keys must still be lossless JSON"
     )
   })
-
-  it.effect("issue 8 item 8 / JSON-5: a null-prototype block is stored with Object.prototype and its own keys", () =>
-    Effect.gen(function*() {
-      const block = nullProto({ type: "text", text: "a", ...ownProtoKey({ polluted: true }) })
-      assert.isTrue(Object.hasOwn(block, "__proto__"))
-      for (const backend of backends) {
-        const [stored] = yield* Effect.zipRight(
-          appendAll([{ _tag: "tool/result", batchId: "b", index: 0, callId: "c", content: [block], isError: false }]),
-          readAll
-        ).pipe(Effect.provide(backend.layer()))
-        assertOwnProto((stored as ToolCallLog.ToolResultRecord).content[0], { polluted: true })
-      }
-    }))
-
-  it.effect("issue 8 item 8 / SCHED-7: resultRecord of a result whose block has an own __proto__ key round-trips", () =>
-    Effect.gen(function*() {
-      const result = {
-        isError: false,
-        value: 1,
-        content: [protoBlock()],
-        meta: protoMeta()
-      } as unknown as ToolResult
-      const record = ToolCallLog.resultRecord("b", 0, "c", result)
-      for (const backend of backends) {
-        const [stored] = yield* Effect.zipRight(appendAll([record]), readAll).pipe(Effect.provide(backend.layer()))
-        assert.deepStrictEqual(stored, record)
-        assertOwnProto((stored as ToolCallLog.ToolResultRecord).content[0], { polluted: true })
-      }
-    }))
 })
 
 // ---------------------------------------------------------------------------------------------
-// item 14
+// item 14 (the SQL backends' corrupt-row and layout tests run in ToolCallLog.backends.test.ts)
 // ---------------------------------------------------------------------------------------------
 
 const good0: LogRecord = { _tag: "tool/call", batchId: "b", index: 0, callId: "c0", name: "read", arguments: "{}" }
@@ -220,123 +139,8 @@ const good1: LogRecord = {
   content: [{ type: "text", text: "ok" }],
   isError: false
 }
-const good2: LogRecord = { _tag: "tool/call", batchId: "b", index: 1, callId: "c1", name: "rm", arguments: "" }
 
-const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`
-const insert = (tag: string | null, payload: string | null): string =>
-  `INSERT INTO tool_call_log (tag, payload) VALUES (${tag === null ? "NULL" : sqlString(tag)}, ${
-    payload === null ? "NULL" : sqlString(payload)
-  })`
-
-const UNION = "\"tool/call\" | \"tool/result\" | \"tool/code-dispatch-start\" | \"tool/code-dispatch\""
-
-const collectWarnings = () => {
-  const warnings: Array<{ readonly level: string; readonly message: unknown; readonly sequence: unknown }> = []
-  const logger = Logger.make(({ annotations, logLevel, message }) => {
-    warnings.push({
-      level: logLevel.label,
-      message: Array.isArray(message) ? message[0] : message,
-      sequence: Option.getOrUndefined(HashMap.get(annotations, "sequence"))
-    })
-  })
-  return { warnings, layer: Logger.add(logger) }
-}
-
-describe("issue 8 item 14: corrupt SQLite rows", () => {
-  it.effect("issue 8 item 14 / D-18: contents returns the good records and one { sequence, reason } per bad row", () =>
-    Effect.gen(function*() {
-      const filename = freshFile()
-      yield* appendAll([good0]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      yield* rawExec(
-        filename,
-        insert("tool/call", "{oops"),
-        insert("tool/call", "{\"_tag\":\"tool/call\"}"),
-        insert("tool/result", JSON.stringify(good2)),
-        insert("nope", "{\"_tag\":\"nope\"}"),
-        insert("tool/call", "{\"__proto__\":" + JSON.stringify(good2) + "}"),
-        insert("tool/call", "[1,2]"),
-        insert("tool/call", "5"),
-        insert(
-          "tool/result",
-          "{\"_tag\":\"tool/result\",\"batchId\":\"b\",\"index\":0,\"callId\":\"c0\",\"isError\":false," +
-            "\"content\":[{\"type\":\"text\",\"text\":\"x\",\"n\":-0}]}"
-        )
-      )
-      yield* appendAll([good1]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      yield* rawExec(filename, "INSERT INTO tool_call_log (tag, payload) VALUES ('tool/call', x'7b7d')")
-      yield* appendAll([good2]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-
-      const contents = yield* ToolCallLog.contents.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      assert.deepStrictEqual(contents.records, [good0, good1, good2])
-      const notJson = contents.corrupt[0]!
-      assert.strictEqual(notJson.sequence, 2)
-      assert.isTrue(notJson.reason.startsWith("stored tool call log record is not JSON: "), notJson.reason)
-      assert.deepStrictEqual(contents.corrupt.slice(1), [
-        { sequence: 3, reason: "invalid stored tool call log record: batchId is missing" },
-        {
-          sequence: 4,
-          reason: "stored tool call log record has tag \"tool/result\" but a \"tool/call\" payload"
-        },
-        { sequence: 5, reason: `invalid stored tool call log record: _tag: Expected ${UNION}, actual "nope"` },
-        { sequence: 6, reason: "invalid stored tool call log record: _tag is missing" },
-        { sequence: 7, reason: "invalid stored tool call log record: _tag is missing" },
-        {
-          sequence: 8,
-          reason: "invalid stored tool call log record: Expected ToolCallRecord | ToolResultRecord | " +
-            "CodeDispatchStartRecord | CodeDispatchRecord, actual 5"
-        },
-        { sequence: 9, reason: "invalid stored tool call log record: content: Expected lossless JSON" },
-        { sequence: 11, reason: "stored tool call log row has a blob payload, expected JSON text" }
-      ])
-      assert.strictEqual(Object.getPrototypeOf(contents.records[2]), Object.prototype)
-      assert.strictEqual(({} as Record<string, unknown>).batchId, undefined)
-    }))
-
-  it.effect("issue 8 item 14 / D-18: records returns the good records and logs one warning per bad row", () =>
-    Effect.gen(function*() {
-      const filename = freshFile()
-      yield* appendAll([good0]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      yield* rawExec(filename, insert("tool/call", "{oops"), insert("nope", "{\"_tag\":\"nope\"}"))
-      yield* appendAll([good1]).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-      const { layer, warnings } = collectWarnings()
-      const records = yield* readAll.pipe(Effect.provide(Layer.merge(ToolCallLogSqlite.layer({ filename }), layer)))
-      assert.deepStrictEqual(records, [good0, good1])
-      assert.deepStrictEqual(warnings.map((w) => [w.level, w.sequence]), [["WARN", 2], ["WARN", 3]])
-      assert.isTrue(
-        String(warnings[0]!.message).startsWith(
-          "tool call log skipped a corrupt record (seq 2): stored tool call log record is not JSON: "
-        )
-      )
-      assert.strictEqual(
-        warnings[1]!.message,
-        "tool call log skipped a corrupt record (seq 3): " +
-          `invalid stored tool call log record: _tag: Expected ${UNION}, actual "nope"`
-      )
-    }))
-
-  it.effect("issue 8 item 14 / D-18: NULL tags and payloads of a table without NOT NULL are reported per row", () =>
-    Effect.gen(function*() {
-      const filename = freshFile()
-      yield* rawExec(
-        filename,
-        "CREATE TABLE tool_call_log (SEQ integer PRIMARY KEY, payload text, Tag Text)",
-        insert("tool/call", JSON.stringify(good0)),
-        insert("tool/call", null),
-        insert(null, JSON.stringify(good2)),
-        insert(null, null)
-      )
-      const { records, corrupt } = yield* Effect.zipLeft(ToolCallLog.contents, appendAll([good2])).pipe(
-        Effect.provide(ToolCallLogSqlite.layer({ filename }))
-      )
-      assert.deepStrictEqual(records, [good0])
-      assert.deepStrictEqual(corrupt, [
-        { sequence: 2, reason: "stored tool call log row has NULL payload, expected JSON text" },
-        { sequence: 3, reason: "stored tool call log row has NULL tag, expected text" },
-        { sequence: 4, reason: "stored tool call log row has NULL tag, expected text" }
-      ])
-      assert.deepStrictEqual(yield* readAll.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename }))), [good0, good2])
-    }))
-
+describe("issue 8 item 14: contents on every service", () => {
   it.effect("issue 8 item 14 / D-18: the memory log exposes the same contents shape, never with corrupt entries", () =>
     Effect.gen(function*() {
       yield* appendAll([good0, good1])
@@ -351,123 +155,113 @@ describe("issue 8 item 14: corrupt SQLite rows", () => {
       const bare: ToolCallLog.Service = { append: () => Effect.void, records: Effect.succeed([good0]) }
       assert.deepStrictEqual(yield* ToolCallLog.readContents(bare), { records: [good0], corrupt: [] })
     }))
-
-  it.effect("issue 8 item 14 / D-16: a storage failure still fails records and contents", () =>
-    Effect.gen(function*() {
-      const filename = freshFile()
-      yield* Effect.gen(function*() {
-        yield* appendAll([good0])
-        yield* rawExec(filename, "DROP TABLE tool_call_log")
-        const message = "tool call log read failed: no such table: tool_call_log"
-        assert.strictEqual((yield* Effect.flip(readAll)).message, message)
-        assert.strictEqual((yield* Effect.flip(ToolCallLog.contents)).message, message)
-      }).pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
-    }))
 })
 
-describe("issue 8 item 14: a table of a different layout fails at open", () => {
-  const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, ReadonlyArray<string>]> = [
-    [
-      "a missing column",
-      ["CREATE TABLE tool_call_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, tag TEXT NOT NULL)"],
-      ["missing column \"payload\""]
-    ],
-    [
-      "renamed and extra columns",
-      ["CREATE TABLE tool_call_log (id INTEGER PRIMARY KEY, tag TEXT, body TEXT, extra INTEGER NOT NULL)"],
-      [
-        "missing column \"seq\"",
-        "missing column \"payload\"",
-        "unexpected column \"id\"",
-        "unexpected column \"body\"",
-        "unexpected column \"extra\""
-      ]
-    ],
-    [
-      "wrong column types",
-      ["CREATE TABLE tool_call_log (seq TEXT PRIMARY KEY, tag TEXT NOT NULL, payload BLOB NOT NULL)"],
-      ["column \"seq\" has type \"TEXT\", expected INTEGER", "column \"payload\" has type \"BLOB\", expected TEXT"]
-    ],
-    [
-      "no primary key",
-      ["CREATE TABLE tool_call_log (seq INTEGER, tag TEXT NOT NULL, payload)"],
-      ["column \"seq\" is not the primary key", "column \"payload\" has no type, expected TEXT"]
-    ],
-    [
-      "a composite primary key",
-      ["CREATE TABLE tool_call_log (seq INTEGER, tag TEXT, payload TEXT, PRIMARY KEY (seq, tag))"],
-      ["column \"tag\" is part of the primary key"]
-    ],
-    [
-      "a WITHOUT ROWID table",
-      ["CREATE TABLE tool_call_log (seq INTEGER PRIMARY KEY, tag TEXT NOT NULL, payload TEXT NOT NULL) WITHOUT ROWID"],
-      ["it is a WITHOUT ROWID table (seq is not assigned automatically)"]
-    ],
-    [
-      "a view",
-      ["CREATE VIEW tool_call_log AS SELECT 1 AS seq, 'tool/call' AS tag, '{}' AS payload"],
-      ["it is a view, not a table"]
-    ]
-  ]
-
-  for (const [name, setup, differences] of cases) {
-    it.effect(`issue 8 item 14 / D-18: ${name} is a ToolCallLogError naming the table and each difference`, () =>
-      Effect.gen(function*() {
-        const filename = freshFile()
-        yield* rawExec(filename, ...setup)
-        const expected = `tool call log table "tool_call_log" has a different layout: ${differences.join("; ")}`
-        const opened = yield* buildError(ToolCallLogSqlite.layer({ filename }))
-        assert.strictEqual(opened.message, expected)
-        assert.deepStrictEqual(opened.reason, { _tag: "TableLayout", table: "tool_call_log", differences })
-        const fromClient = yield* buildError(
-          ToolCallLogSqlite.layerFromClient.pipe(Layer.provide(SqliteClient.layer({ filename })))
-        )
-        assert.strictEqual(fromClient.message, expected)
-      }))
-  }
-})
-
-describe("issue 8 item 14: filename", () => {
-  const rule = "tool call log filename must be a database file path or \":memory:\""
+describe("issue 8 item 14 / issue 11 item 3: layerLibsql options and opening", () => {
+  const rule = "tool call log url must be a libSQL URL (\"file:<path>\", \":memory:\" or a server URL)"
   const cases: ReadonlyArray<readonly [string, unknown, string]> = [
     ["an empty string", "", `${rule}, not an empty string`],
+    ["a file: URL without a path", "file:", `${rule}, not a file: URL without a path`],
+    ["file:// without a path", "file://", `${rule}, not a file: URL without a path`],
+    ["file:?mode=ro without a path", "file:?mode=ro", `${rule}, not a file: URL without a path`],
     ["undefined", undefined, `${rule}, not undefined`],
     ["null", null, `${rule}, not null`],
     ["a number", 5, `${rule}, not number`],
-    ["a NUL character", "log\u0000.db", `${rule}, not a string containing a NUL character`]
+    ["a NUL character", `file:${path.join(tmp, "log\u0000.db")}`, `${rule}, not a string containing a NUL character`]
   ]
-  for (const [name, filename, message] of cases) {
-    it.effect(`issue 8 item 14 / D-18: a filename that is ${name} is refused at layer build`, () =>
+  for (const [name, url, message] of cases) {
+    it.effect(`issue 8 item 14 / D-18: a url that is ${name} is refused at layer build`, () =>
       Effect.gen(function*() {
         const before = fs.readdirSync(tmp).length
-        const error = yield* buildError(ToolCallLogSqlite.layer({ filename } as ToolCallLogSqlite.Options))
+        const error = yield* buildError(ToolCallLogSql.layerLibsql({ url } as ToolCallLogSql.LibsqlOptions))
         assert.strictEqual(error.message, message)
-        assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "filename" })
+        assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "url" })
         assert.strictEqual(fs.readdirSync(tmp).length, before, "no file was created")
+        const client = yield* buildError(ToolCallLogSql.layerLibsqlClient({ url } as ToolCallLogSql.LibsqlOptions))
+        assert.strictEqual(client.message, message)
       }))
   }
 
-  it.effect("issue 8 item 14 / D-18: options that cannot be read are refused at layer build", () =>
+  it.effect("issue 8 item 14 / D-18: options that cannot be read, and a non-string authToken, are refused", () =>
     Effect.gen(function*() {
-      const hostile = Object.defineProperty({}, "filename", {
+      const hostile = Object.defineProperty({}, "url", {
         get: () => {
-          throw new Error("no filename")
+          throw new Error("no url")
         }
-      }) as ToolCallLogSqlite.Options
-      const error = yield* buildError(ToolCallLogSqlite.layer(hostile))
-      assert.strictEqual(error.message, "tool call log options could not be read: no filename")
-      assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "filename" })
-      const missing = yield* buildError(ToolCallLogSqlite.layer(null as unknown as ToolCallLogSqlite.Options))
+      }) as ToolCallLogSql.LibsqlOptions
+      const error = yield* buildError(ToolCallLogSql.layerLibsql(hostile))
+      assert.strictEqual(error.message, "tool call log options could not be read: no url")
+      assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "url" })
+      const missing = yield* buildError(ToolCallLogSql.layerLibsql(null as unknown as ToolCallLogSql.LibsqlOptions))
       assert.isTrue(missing.message.startsWith("tool call log options could not be read: "), missing.message)
+      const token = yield* buildError(
+        ToolCallLogSql.layerLibsql({ url: ":memory:", authToken: 5 } as unknown as ToolCallLogSql.LibsqlOptions)
+      )
+      assert.strictEqual(token.message, "tool call log authToken must be a string, not number")
+      assert.deepStrictEqual(token.reason, { _tag: "InvalidOption", option: "authToken" })
     }))
 
   it.effect("issue 8 item 14 / D-18: the refusal is a failure of the layer, not a defect, through Effect.provide", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(readAll.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: "" }))))
+      const exit = yield* Effect.exit(readAll.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: "" }))))
       assert.isTrue(Exit.isFailure(exit))
-      const error = yield* Effect.flip(readAll.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename: "" }))))
+      const error = yield* Effect.flip(readAll.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: "" }))))
       assert.strictEqual(error._tag, "ToolCallLogError")
-      assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "filename" })
+      assert.deepStrictEqual(error.reason, { _tag: "InvalidOption", option: "url" })
+    }))
+
+  it.effect("D-16: a directory that does not exist is a ToolCallLogError at layer build", () =>
+    Effect.gen(function*() {
+      const file = path.join(tmp, "missing-dir", "log.db")
+      const error = yield* buildError(ToolCallLogSql.layerLibsql({ url: `file:${file}?authToken=secret` }))
+      assert.strictEqual(
+        error.message,
+        `tool call log could not open "file:${file}": ` +
+          `ConnectionFailed("Unable to open connection to local database ${file}: 14")`
+      )
+      assert.isFalse(error.message.includes("secret"), "the URL's query is not printed")
+    }))
+
+  it.effect("D-16: a file that is not a database is a ToolCallLogError at layer build", () =>
+    Effect.gen(function*() {
+      const file = freshFile()
+      fs.writeFileSync(file, "not a database ".repeat(100))
+      const error = yield* buildError(ToolCallLogSql.layerLibsql({ url: `file:${file}` }))
+      assert.strictEqual(error.message, `tool call log could not open "file:${file}": SQLITE_NOTADB: file is not a database`)
+    }))
+
+  it.effect("issue 11 item 3 / D-18: a libSQL :memory: log keeps its table across the migration's transaction", () =>
+    Effect.gen(function*() {
+      yield* appendAll([good0, good1])
+      assert.deepStrictEqual(yield* readAll, [good0, good1])
+    }).pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: ":memory:" }))))
+
+  it.effect("issue 11 item 3 / D-18: two libSQL :memory: logs are separate databases", () =>
+    Effect.gen(function*() {
+      yield* appendAll([good0]).pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: ":memory:" })))
+      assert.deepStrictEqual(yield* readAll.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: ":memory:" }))), [])
+    }))
+
+  it.effect("D-18: a libSQL file log is in WAL mode, and releasing the layer closes the database", () =>
+    Effect.gen(function*() {
+      const file = freshFile()
+      const url = `file:${file}`
+      const mode = yield* Effect.gen(function*() {
+        yield* appendAll([good0])
+        assert.isTrue(fs.existsSync(`${file}-wal`), "the write-ahead log exists while the database is open")
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql.unsafe<{ readonly journal_mode: unknown }>("PRAGMA journal_mode")
+      }).pipe(Effect.provide(ToolCallLogSql.layer.pipe(Layer.provideMerge(ToolCallLogSql.layerLibsqlClient({ url })))))
+      assert.deepStrictEqual(mode, [{ journal_mode: "wal" }])
+      assert.isFalse(fs.existsSync(`${file}-wal`), "closing the layer closed (and checkpointed) the database")
+      assert.deepStrictEqual(yield* readAll.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url }))), [good0])
+    }))
+
+  it.effect("issue 11 item 3 / D-18: a file log reopened through layerLibsql reads every record, in seq order", () =>
+    Effect.gen(function*() {
+      const url = `file:${freshFile()}`
+      yield* appendAll([good0]).pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url })))
+      yield* appendAll([good1]).pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url })))
+      assert.deepStrictEqual(yield* readAll.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url }))), [good0, good1])
     }))
 })
-
