@@ -5,7 +5,7 @@
  * answers (item 10).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
 import { Approval } from "../src/Approval.js"
 import type { ExecuteInput, ToolExecution } from "../src/Execution.js"
 import { sharedListeners } from "../src/internal/signals.js"
@@ -326,6 +326,29 @@ describe("issue 8 item 5 / D-14: a Promise body aborted in its synchronous part 
       yield* macrotask
       watch.stop()
       assert.deepStrictEqual(result, errorResult("typed failure", info("HarnessError", "OWN")))
+      assert.deepStrictEqual(watch.seen, [])
+    }).pipe(Effect.provide(Presets.layerTest())))
+
+  it.scoped("PREC-1 row 10: a fromSchema Promise body that aborts the caller, then rejects, keeps its own error", () =>
+    Effect.gen(function*() {
+      const watch = unhandled()
+      const controller = new AbortController()
+      const registry = yield* ToolRegistry
+      yield* registry.register(Tool.fromSchema({
+        name: "schema_abort",
+        description: "aborts its caller, then fails",
+        parameters: Schema.Struct({}),
+        output: { schema: Schema.String, render: (_args, value) => text(value) },
+        execute: async () => {
+          controller.abort()
+          await null
+          throw new HarnessError({ message: "schema failure", code: "OWN" })
+        }
+      }))
+      const result = yield* execute({ callId: "c1", name: "schema_abort", arguments: {}, signal: controller.signal })
+      yield* macrotask
+      watch.stop()
+      assert.deepStrictEqual(result, errorResult("schema failure", info("HarnessError", "OWN")))
       assert.deepStrictEqual(watch.seen, [])
     }).pipe(Effect.provide(Presets.layerTest())))
 

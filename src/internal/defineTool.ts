@@ -7,10 +7,10 @@ import type { JsonValue } from "../Json.js"
 import * as JsonSchema from "../JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "../Presentation.js"
 import type { ToolDefinition, ToolOutput } from "../Tool.js"
-import { detailOf, ToolArgsError, ToolDefinitionError } from "../ToolError.js"
+import { detailOf, sanitizeThrown, ToolArgsError, ToolDefinitionError } from "../ToolError.js"
 import type { ToolResult } from "../ToolResult.js"
 import * as dsl from "./dsl.js"
-import { awaitSettled, isThenable } from "./promise.js"
+import { adoptReturned } from "./promise.js"
 
 const MAX_TIMEOUT_MS = 2147483647
 
@@ -189,19 +189,19 @@ export const defineTool = <
   const isValid = (args: unknown): boolean => validator(args, "").length === 0
 
   const execute = (args: JsonValue, ctx: RunContext): Effect.Effect<unknown, unknown, unknown> =>
-    Effect.suspend(() => {
-      const found = validator(args, "")
-      if (found.length > 0) return Effect.fail(new ToolArgsError({ violations: found }))
-      let returned: unknown
-      try {
-        returned = author(args, ctx)
-      } catch (error) {
-        return Effect.die(error)
-      }
-      if (Effect.isEffect(returned)) return returned as Effect.Effect<unknown, unknown, unknown>
-      if (isThenable(returned)) return awaitSettled(returned)
-      return Effect.succeed(returned)
-    })
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        const found = validator(args, "")
+        if (found.length > 0) return Effect.fail(new ToolArgsError({ violations: found }))
+        let returned: unknown
+        try {
+          returned = author(args, ctx)
+        } catch (error) {
+          return Effect.die(sanitizeThrown(error))
+        }
+        return adoptReturned(returned, restore)
+      })
+    )
 
   const toolOutput: ToolOutput = presentationMeta === undefined
     ? { schema, render: (args, value) => render(args, value) }

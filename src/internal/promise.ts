@@ -90,19 +90,30 @@ export const suspendUser = <A, E, R>(run: () => Effect.Effect<A, E, R>): Effect.
     }
   })
 
+type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
 /**
- * Calls a body (`run`) uninterruptibly and adopts what it returns before interruption can
- * reach the fiber: an Effect runs interruptibly (its own cancellation), a thenable is awaited
- * until it settles, anything else is the value. A synchronous throw is a defect (BODY-5).
+ * What a body returned, adopted: an Effect runs under `restore` (interruptibly, its own
+ * cancellation), a thenable is adopted at once and awaited until it settles, anything else is
+ * the value. Total: an inspection that throws is a defect.
+ *
+ * @internal
+ */
+export const adoptReturned = (out: unknown, restore: Restore): Effect.Effect<unknown, unknown, unknown> => {
+  try {
+    if (Effect.isEffect(out)) return restore(out as Effect.Effect<unknown, unknown, unknown>)
+    const then = thenOf(out)
+    return then === undefined ? Effect.succeed(out) : adopt(out as PromiseLike<unknown>, then)
+  } catch (thrown) {
+    return Effect.die(sanitizeThrown(thrown))
+  }
+}
+
+/**
+ * Calls a body (`run`) uninterruptibly and adopts what it returns ({@link adoptReturned})
+ * before interruption can reach the fiber. A synchronous throw is a defect (BODY-5).
  *
  * @internal
  */
 export const invokeUser = (run: () => unknown): Effect.Effect<unknown, unknown, unknown> =>
-  Effect.uninterruptibleMask((restore) =>
-    suspendUser(() => {
-      const out = run()
-      if (Effect.isEffect(out)) return restore(out as Effect.Effect<unknown, unknown, unknown>)
-      const then = thenOf(out)
-      return then === undefined ? Effect.succeed(out) : adopt(out as PromiseLike<unknown>, then)
-    })
-  )
+  Effect.uninterruptibleMask((restore) => suspendUser(() => adoptReturned(run(), restore) as never))

@@ -12,9 +12,9 @@ import type { JsonObject, JsonValue } from "../Json.js"
 import * as JsonSchema from "../JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "../Presentation.js"
 import type { ToolDefinition, ToolOutput } from "../Tool.js"
-import { detailOf, JsonSchemaError, ToolArgsError, ToolDefinitionError, ToolOutputError } from "../ToolError.js"
+import { detailOf, JsonSchemaError, sanitizeThrown, ToolArgsError, ToolDefinitionError, ToolOutputError } from "../ToolError.js"
 import type { ToolResult } from "../ToolResult.js"
-import { awaitSettled, isThenable } from "./promise.js"
+import { adoptReturned } from "./promise.js"
 
 /**
  * The output declaration of {@link fromSchema}: an Effect Schema for the value and pure
@@ -935,17 +935,19 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
       : Effect.fail(new ToolOutputError({ toolName: name, violations: formatError(encoded.left, "value").violations }))
   }
 
-  const runBody = (args: A, ctx: RunContext): Effect.Effect<V, unknown, R> => {
-    let out: Effect.Effect<V, E, R> | PromiseLike<V>
-    try {
-      out = body(args, ctx)
-    } catch (e) {
-      return Effect.fail(e)
-    }
-    if (Effect.isEffect(out)) return out as Effect.Effect<V, E, R>
-    if (isThenable(out)) return awaitSettled(out)
-    return Effect.succeed(out as V)
-  }
+  /** Calls the body and adopts what it returns, uninterruptibly until then (D-14). */
+  const runBody = (args: A, ctx: RunContext): Effect.Effect<V, unknown, R> =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        let out: unknown
+        try {
+          out = body(args, ctx)
+        } catch (e) {
+          return Effect.fail(sanitizeThrown(e))
+        }
+        return adoptReturned(out, restore) as Effect.Effect<V, unknown, R>
+      })
+    )
 
   const execute = (args: JsonValue, ctx: RunContext): Effect.Effect<unknown, unknown, R> =>
     Effect.suspend(() => {
