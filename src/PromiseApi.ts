@@ -346,21 +346,23 @@ const withNext = <A>(
     )
   })
 
-const adaptPre = (callback: PreExecuteCallback) => (exec: ToolExecution, next: Effect.Effect<PreDecision>) =>
-  withNext(next, (nextP) => callback(exec, nextP)) as Effect.Effect<PreDecision, unknown>
+// The parameters are named as the registry names them, so that calling a value that is not a
+// function throws the same TypeError (`hook is not a function`) as it does through the Effect API.
+const adaptPre = (hook: PreExecuteCallback) => (exec: ToolExecution, next: Effect.Effect<PreDecision>) =>
+  withNext(next, (nextP) => hook(exec, nextP)) as Effect.Effect<PreDecision, unknown>
 
-const adaptAround = (callback: AroundCallback) => (exec: DispatchExecution, next: Effect.Effect<ToolResult>) =>
-  withNext(next, (nextP) => callback(exec, nextP)) as Effect.Effect<ToolResult, unknown>
+const adaptAround = (hook: AroundCallback) => (exec: DispatchExecution, next: Effect.Effect<ToolResult>) =>
+  withNext(next, (nextP) => hook(exec, nextP)) as Effect.Effect<ToolResult, unknown>
 
 const adaptPost =
-  (callback: PostExecuteCallback) => (exec: ToolExecution, result: ToolResult, next: Effect.Effect<PostDecision>) =>
-    withNext(next, (nextP) => callback(exec, result, nextP)) as Effect.Effect<PostDecision, unknown>
+  (hook: PostExecuteCallback) => (exec: ToolExecution, result: ToolResult, next: Effect.Effect<PostDecision>) =>
+    withNext(next, (nextP) => hook(exec, result, nextP)) as Effect.Effect<PostDecision, unknown>
 
-const adaptObserver = (callback: ResultCallback) => (exec: ToolExecution, result: ToolResult) =>
-  Effect.asVoid(withNext(undefined, () => callback(exec, result)))
+const adaptObserver = (observer: ResultCallback) => (exec: ToolExecution, result: ToolResult) =>
+  Effect.asVoid(withNext(undefined, () => observer(exec, result)))
 
-const adaptCommit = (callback: (event: Scheduler.CommitEvent) => unknown) => (event: Scheduler.CommitEvent) =>
-  Effect.asVoid(withNext(undefined, () => callback(event)))
+const adaptCommit = (onCommit: (event: Scheduler.CommitEvent) => unknown) => (event: Scheduler.CommitEvent) =>
+  Effect.asVoid(withNext(undefined, () => onCommit(event)))
 
 /**
  * The options the scheduler reads: `options` itself when it is not an object (the scheduler

@@ -12,11 +12,12 @@ import * as IdGenerator from "../src/IdGenerator.js"
 import { PreDecision } from "../src/Policy.js"
 import * as Scheduler from "../src/Scheduler.js"
 import type { ToolDefinition } from "../src/Tool.js"
+import type { JsonSchemaError } from "../src/ToolError.js"
 import { ToolCallLog } from "../src/ToolCallLog.js"
 import { ToolRegistrationError, ToolRegistry } from "../src/ToolRegistry.js"
 import { ToolRuntime } from "../src/ToolRuntime.js"
 import * as Hostile from "./fixtures/hostile.js"
-import { awaitTimer, echo, echoed, errorResult, execute, text, timedOut } from "./fixtures/runtime.js"
+import { awaitTimer, echo, echoed, errorResult, execute, rawTool, text, timedOut } from "./fixtures/runtime.js"
 
 const batch = [
   { callId: "a", name: "echo", arguments: "{\"text\":\"1\"}" },
@@ -56,6 +57,16 @@ describe("issue 11 item 6: Presets.layer", () => {
       yield* Scope.close(scope, Exit.void)
       assert.deepStrictEqual(yield* registry.schemas(), [])
     }))
+
+  it.scoped("the services the tools need become the layer's requirements (captured at registration)", () => {
+    class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+    const greet = rawTool<Greeting>("greet", () => Effect.map(Greeting, (word) => `${word}!`))
+    const layer = Presets.layer({ tools: [greet] })
+    const needs: Layer.Layer<Presets.Provided, ToolRegistrationError | JsonSchemaError, Greeting> = layer
+    return Effect.gen(function*() {
+      assert.deepStrictEqual(yield* execute({ callId: "c1", name: "greet", arguments: {} }), echoed("hello!"))
+    }).pipe(Effect.provide(needs.pipe(Layer.provide(Layer.succeed(Greeting, "hello")))), Effect.orDie)
+  })
 
   it.effect("REG-1: a refused tool fails the layer with the registry's typed error", () =>
     Effect.gen(function*() {

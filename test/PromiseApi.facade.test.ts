@@ -322,6 +322,26 @@ describe("issue 11 item 6: the Promise facade covers the whole API", () => {
       }
     })
 
+    it("a hook that is not a function fails the call exactly as it does through the Effect API", async () => {
+      const [pre, preEffect] = await both(
+        (api) => api.onPreExecute(5 as never),
+        (registry) => registry.onPreExecute(5 as never)
+      )
+      assert.deepStrictEqual(pre, errorResult("hook is not a function"))
+      assert.deepStrictEqual(pre, preEffect)
+      const [around, aroundEffect] = await both(
+        (api) => api.onExecute(null as never),
+        (registry) => registry.onExecute(null as never)
+      )
+      assert.deepStrictEqual(around, aroundEffect)
+      const [observed, observedEffect] = await both(
+        (api) => api.onResult("x" as never),
+        (registry) => registry.onResult("x" as never)
+      )
+      assert.deepStrictEqual(observed, echoed("hi"))
+      assert.deepStrictEqual(observed, observedEffect)
+    })
+
     it("observers: a throw, a rejection or a hostile value is contained and never changes the result (OBS-1)", async () => {
       const api = facade(echo())
       try {
