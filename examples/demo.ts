@@ -1,149 +1,302 @@
 /**
- * A tour of effect-tool-runtime: typed tools (author DSL and Effect Schema), registration,
- * argument and output validation, pre-execute policy, guards, approval, post-execute, timeout
- * and cancellation — every call ending with exactly one result.
+ * A scripted agent session through the real runtime — no network, no API key:
  *
- * Run with `npm run demo`.
+ *   npm run demo            the story, for a person
+ *   npm run demo -- --json  the durable log (JSON) that the story wrote
+ *   npm run demo -- --keep  keep the log file (its path is printed)
+ *
+ * The "model" is a script: five messages of tool calls. Everything else is the library: the
+ * scheduler runs each message's calls (reads side by side, writes alone), the rules ask the user,
+ * redact secrets and enforce a timeout, every call is written to a SQLite file (libSQL), and the
+ * cards a UI would show are rebuilt from that file after it was closed and reopened.
  */
-import { Console, Effect, Layer, Schema } from "effect"
-import { Presets, ToolCallLogMemory } from "../layers/index.js"
-import { Policy, Presentation, Scheduler, Tool, ToolCallLog, ToolRegistry, ToolRuntime } from "../src/index.js"
+import { Effect, Layer, Stream } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { isDeepStrictEqual } from "node:util"
+import { ApprovalLayers, InMemoryToolRegistry, TimeoutPolicy } from "../layers/index.js"
+import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
+import { IdGenerator, Presentation, Scheduler, ToolCallLog, ToolRuntime } from "../src/index.js"
+import type { ApprovalOutcome } from "../src/Approval.js"
+import type { UserMessage } from "../src/Content.js"
+import type { CallPresentation, LiveCall } from "../src/Presentation.js"
+import type { LogRecord } from "../src/ToolCallLog.js"
 import type { ToolResult } from "../src/ToolResult.js"
+import type { Span } from "./demo/timeline.js"
+import { chart, makeTimeline, overlaps } from "./demo/timeline.js"
+import { makeTools, makeWorkspace } from "./demo/tools.js"
 
-const add = Tool.defineTool({
-  name: "add",
-  description: "Add two integers.",
-  parameters: {
-    left: { type: "integer", required: true },
-    right: { type: "integer", required: true }
-  },
-  output: {
-    schema: { type: "object", additionalProperties: false, properties: { sum: { type: "integer", required: true } } },
-    render: (args, value) => [{ type: "text", text: `${args.left} + ${args.right} = ${value.sum}` }]
-  },
-  isConcurrencySafe: () => true,
-  execute: (args) => Effect.succeed({ sum: args.left + args.right })
-})
-
-const slowEcho = Tool.defineTool({
-  name: "slow_echo",
-  description: "Echo text after a delay; honours cancellation.",
-  parameters: { text: { type: "string", required: true }, delayMs: { type: "integer", required: true } },
-  output: { schema: { type: "string" }, render: (_args, value) => [{ type: "text", text: value }] },
-  timeoutMs: 100,
-  execute: async (args, ctx) => {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, args.delayMs)
-      ctx.signal.addEventListener("abort", () => {
-        clearTimeout(timer)
-        reject(new Error("stopped early"))
-      }, { once: true })
-    })
-    return args.text
-  }
-})
-
-const deleteFile = Tool.defineTool({
-  name: "delete_file",
-  description: "Delete a file (pretend).",
-  parameters: { path: { type: "string", required: true } },
-  output: { schema: { type: "boolean" }, render: (args) => [{ type: "text", text: `deleted ${args.path}` }] },
-  execute: () => Effect.succeed(true)
-})
-
-const Forecast = Schema.Struct({ city: Schema.NonEmptyString, celsius: Schema.Number })
-const weather = Tool.fromSchema({
-  name: "weather",
-  description: "Current temperature in a city.",
-  parameters: Schema.Struct({ city: Schema.NonEmptyString }),
-  output: {
-    schema: Forecast,
-    render: (_args, value) => [{ type: "text", text: `${value.city}: ${value.celsius}°C` }]
-  },
-  execute: (args) => Effect.succeed({ city: args.city, celsius: 21.5 })
-})
-
-/** A tool pack: tools and policies registered for as long as the layer lives. */
-const DemoPack = Layer.scopedDiscard(Effect.gen(function*() {
-  const registry = yield* ToolRegistry.ToolRegistry
-  for (const tool of [add, slowEcho, deleteFile]) yield* registry.register(tool)
-  yield* registry.register(weather)
-  yield* registry.onPreExecute((exec, next) =>
-    exec.name === "delete_file" ? Effect.succeed(Policy.PreDecision.Ask({ reason: "destructive" })) : next
-  )
-  yield* registry.guard((exec) =>
-    exec.name === "delete_file" && JSON.stringify(exec.arguments).includes("/etc") ? "never touch /etc" : undefined
-  )
-  yield* registry.onPostExecute((exec, result, next) =>
-    exec.name === "weather" && !result.isError
-      ? Effect.succeed(Policy.PostDecision.Accept({ additionalContexts: [{ content: [{ type: "text", text: "units: metric" }] }] }))
-      : next
-  )
-}))
-
-const describe = (result: ToolResult): string => {
-  const text = result.content.map((block) => block.type === "text" ? block.text : `[${block.type}]`).join(" ")
-  const code = result.isError && result.error.info ? ` (${result.error.info.code})` : ""
-  const contexts = result.additionalContexts?.length ? ` +${result.additionalContexts.length} context` : ""
-  return `${result.isError ? "error" : "ok   "} ${text}${code}${contexts}`
+export interface DemoOptions {
+  /** Print the durable log as JSON instead of the story. */
+  readonly json?: boolean | undefined
+  /** Keep the log file instead of deleting its temporary directory at the end. */
+  readonly keep?: boolean | undefined
+  /** Where lines go (default: `console.log`). */
+  readonly print?: ((line: string) => void) | undefined
 }
 
-const program = Effect.gen(function*() {
-  const runtime = yield* ToolRuntime.ToolRuntime
-  const registry = yield* ToolRegistry.ToolRegistry
-  const schemas = yield* registry.schemas()
-  yield* Console.log(`tools offered to the model: ${schemas.map((s) => s.name).join(", ")}\n`)
-  const run = (label: string, input: Parameters<typeof runtime.execute>[0]) =>
-    Effect.flatMap(runtime.execute(input), (result) => Console.log(`${label.padEnd(34)} ${describe(result)}`))
+export interface DemoReport {
+  /** 0 when every check held. */
+  readonly exitCode: number
+  /** The three reads of the first message ran at the same time. */
+  readonly readsOverlapped: boolean
+  /** The write of the first message ran with nothing else in flight, after the reads. */
+  readonly writeAlone: boolean
+  /** The cards rebuilt from the reopened log equal the live ones. */
+  readonly replayEqual: boolean
+  /** Measured body times of the first message. */
+  readonly spans: ReadonlyArray<Span>
+  /** Every call's result, by call id. */
+  readonly results: Readonly<Record<string, ToolResult>>
+  /** Messages delivered to the model after the first message's results. */
+  readonly contexts: ReadonlyArray<UserMessage>
+  /** What the answered approval requests were, in order. */
+  readonly approvals: ReadonlyArray<readonly [callId: string, outcome: ApprovalOutcome]>
+  readonly live: ReadonlyArray<CallPresentation>
+  readonly replayed: ReadonlyArray<CallPresentation>
+  /** The records read back from the reopened file. */
+  readonly records: ReadonlyArray<LogRecord>
+  readonly logFile: string
+}
 
-  yield* run("add 20 + 22", { callId: "c1", name: "add", arguments: { left: 20, right: 22 } })
-  yield* run("add with a string (INVALID_ARGS)", { callId: "c2", name: "add", arguments: { left: "20", right: 22 } })
-  yield* run("weather (Effect Schema tool)", { callId: "c3", name: "weather", arguments: { city: "Lisbon" } })
-  yield* run("weather with empty city", { callId: "c4", name: "weather", arguments: { city: "" } })
-  yield* run("unknown tool", { callId: "c5", name: "launch_rockets", arguments: {} })
-  yield* run("delete (ask → approved once)", { callId: "c6", name: "delete_file", agent: "demo", arguments: { path: "/tmp/x" } })
-  yield* run("delete (ask → rejected)", { callId: "c7", name: "delete_file", agent: "demo", arguments: { path: "/tmp/y" } })
-  yield* run("delete /etc (guard)", { callId: "c8", name: "delete_file", agent: "demo", arguments: { path: "/etc/passwd" } })
-  yield* run("slow echo 10ms", { callId: "c9", name: "slow_echo", arguments: { text: "hello", delayMs: 10 } })
-  yield* run("slow echo 5s (timeoutMs 100)", { callId: "c10", name: "slow_echo", arguments: { text: "late", delayMs: 5000 } })
-  const controller = new AbortController()
-  setTimeout(() => controller.abort(), 20)
-  yield* run("caller aborts at 20ms (tool error kept)", {
-    callId: "c11",
-    name: "slow_echo",
-    arguments: { text: "cancel me", delayMs: 5000 },
-    signal: controller.signal
-  })
-})
+/** The script: what the "model" asks for, one message per step. */
+const STEPS: ReadonlyArray<{ readonly title: string; readonly calls: ReadonlyArray<Scheduler.ModelToolCall> }> = [
+  {
+    title: "Look around, then fix the port",
+    calls: [
+      { callId: "m1-read-readme", name: "read_file", arguments: "{\"path\":\"README.md\"}" },
+      { callId: "m1-read-app", name: "read_file", arguments: "{\"path\":\"src/app.ts\"}" },
+      { callId: "m1-read-env", name: "read_file", arguments: "{\"path\":\".env\"}" },
+      {
+        callId: "m1-write-app",
+        name: "write_file",
+        arguments: "{\"path\":\"src/app.ts\",\"text\":\"export const port = 3000\\n\"}"
+      }
+    ]
+  },
+  {
+    title: "Clean up",
+    calls: [
+      { callId: "m2-delete-cache", name: "delete_file", arguments: "{\"path\":\"tmp/cache.json\"}" },
+      { callId: "m2-delete-env", name: "delete_file", arguments: "{\"path\":\".env\"}" }
+    ]
+  },
+  {
+    title: "Check the docs online",
+    calls: [{ callId: "m3-fetch", name: "fetch_url", arguments: "{\"url\":\"https://docs.example/slow\"}" }]
+  },
+  {
+    title: "A confused message",
+    calls: [
+      { callId: "m4-unknown", name: "launch_rockets", arguments: "{}" },
+      { callId: "m4-not-json", name: "read_file", arguments: "{\"path\": \"README.md\"" },
+      { callId: "m4-wrong-type", name: "read_file", arguments: "{\"path\":42}" }
+    ]
+  },
+  {
+    title: "Run the tests (the user presses Stop 60 ms in)",
+    calls: [
+      { callId: "m5-tests", name: "run_tests", arguments: "" },
+      { callId: "m5-read", name: "read_file", arguments: "{\"path\":\"README.md\"}" }
+    ]
+  }
+]
 
-/** One model message with four tool calls: the adds overlap, results keep model order. */
-const batch = Effect.gen(function*() {
-  yield* Console.log("\none model message, four calls (maxParallel 4):")
-  const result = yield* Scheduler.runBatch([
-    { callId: "b1", name: "add", arguments: "{\"left\":1,\"right\":2}" },
-    { callId: "b2", name: "slow_echo", arguments: "{\"text\":\"exclusive\",\"delayMs\":5}" },
-    { callId: "b3", name: "add", arguments: "{\"left\":3,\"right\":4}" },
-    { callId: "b4", name: "add", arguments: "not json" }
-  ], {
-    maxParallel: 4,
-    onCommit: (event) => Console.log(`  commit #${event.index} ${event.callId.padEnd(3)} ${describe(event.result)}`)
-  })
-  const records = yield* Effect.flatMap(ToolCallLog.ToolCallLog, (log) => log.records)
-  const registry = yield* ToolRegistry.ToolRegistry
-  const cards = Presentation.replay(records, (name) => registry.unsafeView().get(name)?.definition)
-  yield* Console.log(
-    `durable log: ${records.length} records; replayed cards: ${cards.map((card) => card.call.card === "generic" ? card.call.title : card.call.card).join(", ")}`
+/** The user's answers to approval requests, by call id. */
+const ANSWERS: Readonly<Record<string, ApprovalOutcome>> = {
+  "m2-delete-cache": "allowed-once",
+  "m2-delete-env": "rejected"
+}
+
+const STOP_AFTER_MS = 60
+
+const textOf = (result: ToolResult): string =>
+  result.content.map((block) => (block.type === "text" ? block.text : `[${block.type}]`)).join(" ").replace(
+    /\n+$/,
+    ""
+  ).replaceAll("\n", " ⏎ ")
+
+const describeResult = (result: ToolResult): string => {
+  const code = result.isError && result.error.info !== undefined ? ` [${result.error.info.code}]` : ""
+  return `${result.isError ? "error" : "ok   "}${code} ${textOf(result)}`
+}
+
+const describeCard = (card: CallPresentation | undefined): string => {
+  if (card === undefined) return "(no card)"
+  const call = "title" in card.call && typeof card.call.title === "string" ? card.call.title : card.call.card
+  const result = card.result
+  if (result === undefined) return `${call}: no result`
+  const content = "content" in result && result.content !== undefined
+    ? textOf({ isError: false, value: null, content: result.content })
+    : undefined
+  return `${call}: ${content ?? result.title ?? result.card}`
+}
+
+const clip = (text: string, width: number): string =>
+  text.length <= width ? text.padEnd(width) : `${text.slice(0, width - 1)}…`
+
+/**
+ * Runs the scripted session and prints it. Resolves with what happened (the demo's test reads
+ * it); never rejects for a tool's failure — those are results.
+ */
+export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
+  const print = options.print ?? ((line: string) => console.log(line))
+  const say = options.json === true ? (_line: string) => {} : print
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-tool-runtime-demo-"))
+  const logFile = path.join(dir, "session.db")
+  const url = `file:${logFile}`
+  const timeline = makeTimeline()
+  const { lookup, pack } = makeTools(makeWorkspace(timeline))
+
+  const Runtime = Layer.mergeAll(ToolRuntime.layer, TimeoutPolicy.layer, pack).pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      InMemoryToolRegistry.layer,
+      ApprovalLayers.layerInteractive,
+      IdGenerator.layerCounter("context-"),
+      ToolCallLogSql.layerLibsql({ url })
+    ))
   )
-  yield* Console.log(`results in model order: ${result.results.map((r) => r.callId).join(", ")}`)
-})
 
-/** Scripted human answers for the three `ask`s below: approve, reject, approve. */
-const MainLayer = DemoPack.pipe(
-  Layer.provideMerge(Presets.layerTest(["allowed-once", "rejected", "allowed-once"])),
-  Layer.provideMerge(ToolCallLogMemory.layer)
-)
+  const live: Array<LiveCall> = []
+  const results: Record<string, ToolResult> = {}
+  const approvals: Array<readonly [string, ApprovalOutcome]> = []
+  let spans: ReadonlyArray<Span> = []
+  let contexts: ReadonlyArray<UserMessage> = []
 
-Effect.runPromise(Effect.zipRight(program, batch).pipe(Effect.provide(MainLayer))).catch((error) => {
-  console.error(error)
-  process.exitCode = 1
-})
+  const session = Effect.gen(function*() {
+    // The user, at the other end of the interactive approval channel.
+    const interactive = yield* ApprovalLayers.InteractiveApprovals
+    yield* Effect.forkScoped(Stream.runForEach(interactive.arrivals, (pending) => {
+      const outcome = ANSWERS[pending.request.callId] ?? "rejected"
+      approvals.push([pending.request.callId, outcome])
+      const words = outcome === "allowed-once" ? "yes, once" : "no"
+      return Effect.zipRight(
+        Effect.sync(() =>
+          say(`   ? The agent asks to run ${pending.request.toolName} (${pending.request.reason ?? "no reason"}). User: ${words}`)
+        ),
+        pending.answer(outcome)
+      )
+    }))
+
+    for (const [n, step] of STEPS.entries()) {
+      say("")
+      say(`Message ${n + 1} from the model: "${step.title}" (${step.calls.length} tool call${step.calls.length === 1 ? "" : "s"})`)
+      const controller = new AbortController()
+      // The user presses Stop a moment after the tests started running.
+      let stop: ReturnType<typeof setTimeout> | undefined
+      if (n === 4) {
+        void timeline.whenStarted("run tests").then(() => {
+          stop = setTimeout(() => controller.abort(new Error("the user pressed Stop")), STOP_AFTER_MS)
+        })
+      }
+      timeline.reset()
+      const batch = yield* Scheduler.runBatch(step.calls, {
+        agent: "demo-agent",
+        batchId: `message-${n + 1}`,
+        maxParallel: 4,
+        ...(n === 4 ? { signal: controller.signal } : {}),
+        onCommit: (event) =>
+          Effect.sync(() => {
+            const call = step.calls[event.index]!
+            results[call.callId] = event.result
+            live.push({
+              callId: call.callId,
+              name: call.name,
+              agent: "demo-agent",
+              arguments: Presentation.parseArguments(call.arguments),
+              result: event.result
+            })
+            const how = event.synthetic ? " (never started)" : ""
+            say(`   ${call.name.padEnd(14)} ${describeResult(event.result)}${how}`)
+          })
+      })
+      if (stop !== undefined) clearTimeout(stop)
+      if (n === 0) {
+        spans = timeline.spans()
+        contexts = batch.contexts
+        say("")
+        say("   When each tool body ran (measured, 0 = start of the message):")
+        for (const line of chart(spans)) say(`     ${line}`)
+        say("   The .env file holds a key: a rule replaced it with [redacted] before the model (or the log) saw it.")
+        for (const context of batch.contexts) {
+          say(`   After all results, the model is also told: "${textOf({ isError: false, value: null, content: context.content })}"`)
+        }
+      }
+      if (n === 3) say("   Each mistake came back to the model as an error result it can read; nothing crashed.")
+      if (batch.aborted) say("   The message was cancelled: the running call was stopped, the rest never started.")
+    }
+  }).pipe(Effect.scoped)
+
+  const program = Effect.gen(function*() {
+    say("effect-tool-runtime demo: a scripted agent, the real runtime, a durable log.")
+    say(`The log is written to ${logFile}`)
+    yield* session.pipe(Effect.provide(Runtime))
+
+    // The runtime (and the database) are closed now. Reopen the file and rebuild the cards.
+    const contents = yield* ToolCallLog.contents.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url })))
+    return contents
+  })
+
+  const contents = await Effect.runPromise(program)
+  const livePresentation = Presentation.livePresentation(live, lookup)
+  const replayed = Presentation.replay(contents.records, lookup)
+  const replayEqual = contents.corrupt.length === 0 && isDeepStrictEqual(replayed, livePresentation)
+
+  const reads = spans.filter((span) => span.label.startsWith("read "))
+  const write = spans.find((span) => span.label.startsWith("write "))
+  const readsOverlapped = reads.length === 3 &&
+    reads.every((a) => reads.every((b) => a === b || overlaps(a, b)))
+  const writeAlone = write !== undefined &&
+    spans.every((span) => span === write || !overlaps(span, write)) &&
+    reads.every((read) => read.end <= write.start)
+
+  say("")
+  say(`The database was closed and reopened: ${contents.records.length} records read back.`)
+  say("The cards a UI shows, live and rebuilt from the file:")
+  const width = 52
+  say(`   ${"live".padEnd(width)} | rebuilt from the log`)
+  say(`   ${"-".repeat(width)}-+-${"-".repeat(width)}`)
+  for (let i = 0; i < Math.max(livePresentation.length, replayed.length); i++) {
+    const right = clip(describeCard(replayed[i]), width).trimEnd()
+    say(`   ${clip(describeCard(livePresentation[i]), width)} | ${right}`)
+  }
+  say("")
+  say(`Reads ran side by side: ${readsOverlapped ? "yes" : "NO"}. The write ran alone: ${writeAlone ? "yes" : "NO"}.`)
+  say(`Rebuilt cards equal the live ones: ${replayEqual ? "yes" : "NO"}.`)
+
+  if (options.json === true) print(JSON.stringify(contents.records, null, 2))
+  if (options.keep === true) say(`The log file was kept: ${logFile}`)
+  else fs.rmSync(dir, { recursive: true, force: true })
+
+  return {
+    exitCode: readsOverlapped && writeAlone && replayEqual ? 0 : 1,
+    readsOverlapped,
+    writeAlone,
+    replayEqual,
+    spans,
+    results,
+    contexts,
+    approvals,
+    live: livePresentation,
+    replayed,
+    records: contents.records,
+    logFile
+  }
+}
+
+const isEntryPoint = process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href
+
+if (isEntryPoint) {
+  const args = process.argv.slice(2)
+  main({ json: args.includes("--json"), keep: args.includes("--keep") }).then(
+    (report) => {
+      process.exitCode = report.exitCode
+    },
+    (error: unknown) => {
+      console.error(error)
+      process.exitCode = 1
+    }
+  )
+}
