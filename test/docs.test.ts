@@ -301,6 +301,7 @@ describe("issue 11 item 5: docs compile against the public entry points", () => 
   it("every ts block of README.md and docs/**/*.md type-checks (one program; failures by file and line)", () => {
     const entries = entryPoints(pkg.name, pkg.exports, exists)
     assert.property(entries.paths, pkg.name, "the root entry point maps to a source")
+    assert.deepStrictEqual(entries.unmapped, [], "every export maps back to a source file")
     const blocks = markdownFiles().flatMap((file) => extractBlocks(fs.readFileSync(path.join(root, file), "utf8"), file))
     assert.isAbove(blocks.length, 20)
     const canary: Block = {
