@@ -10,6 +10,7 @@ import * as Tool from "../src/Tool.js"
 import { JsonSchemaError, ToolArgsError, ToolDefinitionError, ToolOutputError } from "../src/ToolError.js"
 import * as ToolRegistry from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
+import { throwingProxy } from "./fixtures/hostile.js"
 
 const makeCtx = (signal: AbortSignal = new AbortController().signal): RunContext => ({
   token: Symbol("test"),
@@ -1191,18 +1192,24 @@ describe("issue 8 item 13(b): fromSchema definition-time failures are typed", ()
     })
     const cases: ReadonlyArray<readonly [unknown, string]> = [
       [null, "fromSchema(): options must be an object"],
-      [
-        new Proxy({}, {
-          get: () => {
-            throw new Error("hostile get")
-          }
-        }),
-        "fromSchema(): options could not be read: hostile get"
-      ],
+      [throwingProxy(), "fromSchema(): options could not be read: hostile get"],
       [throwingExecute, "fromSchema(t): options could not be read: boom"],
       [{ ...base, name: 10n }, "fromSchema(): name must be a non-empty string"],
       [{ ...base, description: 1 }, "fromSchema(t): description must be a string"],
       [{ ...base, parameters: { type: "object" } }, "fromSchema(t): parameters must be an Effect Schema"],
+      [{ ...base, parameters: throwingProxy() }, "fromSchema(t): parameters must be an Effect Schema"],
+      [
+        {
+          ...base,
+          parameters: new Proxy(Schema.Struct({}), {
+            get: (target, key, receiver) => {
+              if (key === "ast") throw new Error("hostile ast")
+              return Reflect.get(target, key, receiver)
+            }
+          })
+        },
+        "fromSchema(t): parameters must be an Effect Schema"
+      ],
       [{ ...base, output: undefined }, "fromSchema(t): must declare output { schema, render, presentationMeta? }"],
       [
         { ...base, output: { schema: Schema.String, render: () => [], presentationMeta: 1 } },

@@ -760,6 +760,19 @@ interface ReadFromSchema {
   readonly deferLoading: unknown
 }
 
+/** The AST of an Effect Schema (read once), or `undefined` for anything else. Total. */
+const astOf = (value: unknown): AST.AST | undefined => {
+  try {
+    if (!Schema.isSchema(value)) return undefined
+    const ast: unknown = value.ast
+    return typeof ast === "object" && ast !== null && typeof (ast as { readonly _tag?: unknown })._tag === "string"
+      ? ast as AST.AST
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const OPTIONAL_CALLBACKS = [
   "isConcurrencySafe",
   "finalizeContent",
@@ -772,7 +785,9 @@ const OPTIONAL_CALLBACKS = [
  * Reads every option exactly once and checks its kind (DEF-1, D-6): each failure is a
  * {@link ToolDefinitionError}; a throwing getter or proxy trap is one too.
  */
-const readFromSchemaOptions = (options: unknown): ReadFromSchema => {
+const readFromSchemaOptions = (
+  options: unknown
+): ReadFromSchema & { readonly parametersAst: AST.AST; readonly schemaAst: AST.AST } => {
   if (!isObjectLike(options)) throw refuse("fromSchema(): options must be an object")
   let name: unknown
   try {
@@ -815,14 +830,16 @@ const readFromSchemaOptions = (options: unknown): ReadFromSchema => {
     throw refuse(`fromSchema(${name}): options could not be read: ${detailOf(error).message}`)
   }
   if (typeof read.description !== "string") throw refuse(`fromSchema(${name}): description must be a string`)
-  if (!Schema.isSchema(read.parameters)) throw refuse(`fromSchema(${name}): parameters must be an Effect Schema`)
+  const parametersAst = astOf(read.parameters)
+  if (parametersAst === undefined) throw refuse(`fromSchema(${name}): parameters must be an Effect Schema`)
   if (
     !isObjectLike(output) || typeof read.render !== "function" ||
     (read.presentationMeta !== undefined && typeof read.presentationMeta !== "function")
   ) {
     throw refuse(`fromSchema(${name}): must declare output { schema, render, presentationMeta? }`)
   }
-  if (!Schema.isSchema(read.schema)) throw refuse(`fromSchema(${name}): output.schema must be an Effect Schema`)
+  const schemaAst = astOf(read.schema)
+  if (schemaAst === undefined) throw refuse(`fromSchema(${name}): output.schema must be an Effect Schema`)
   if (typeof read.execute !== "function") throw refuse(`fromSchema(${name}): execute must be a function`)
   for (const key of OPTIONAL_CALLBACKS) {
     if (read[key] !== undefined && typeof read[key] !== "function") {
@@ -839,7 +856,7 @@ const readFromSchemaOptions = (options: unknown): ReadFromSchema => {
   if (read.deferLoading !== undefined && typeof read.deferLoading !== "boolean") {
     throw refuse(`fromSchema(${name}): deferLoading must be a boolean`)
   }
-  return read
+  return { ...read, parametersAst, schemaAst }
 }
 
 /** @internal */
@@ -849,8 +866,6 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
   const read = readFromSchemaOptions(options)
   const name = read.name
   const description = read.description as string
-  const parameters = read.parameters as Schema.Schema<A, I, never>
-  const outputSchema = read.schema as Schema.Schema<V, VI, never>
   const body = read.execute as FromSchemaOptions<A, I, V, VI, E, R>["execute"]
   const render = read.render as FromSchemaOutput<A, V, VI>["render"]
   const presentationMeta = read.presentationMeta as FromSchemaOutput<A, V, VI>["presentationMeta"]
@@ -862,8 +877,8 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
   const presentResult = read.presentResult as FromSchemaOptions<A, I, V, VI, E, R>["presentResult"]
   const deferLoading = read.deferLoading as boolean | undefined
 
-  const parametersJson = project("parameters", name, parameters.ast).schema
-  const outputProjection = project("output", name, outputSchema.ast)
+  const parametersJson = project("parameters", name, read.parametersAst).schema
+  const outputProjection = project("output", name, read.schemaAst)
   const subset = Json.deepFreeze(toSubset(outputProjection.schema, outputProjection.definitions))
   const subsetViolations = JsonSchema.violations(subset)
   if (subsetViolations.length > 0) {
@@ -872,9 +887,9 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
     })
   }
 
-  const emptyParameters = isEmptyStruct(parameters.ast)
-  const safeParameters = Schema.make<A, I, never>(protoSafe(parameters.ast))
-  const safeOutput = Schema.make<V, VI, never>(protoSafe(outputSchema.ast))
+  const emptyParameters = isEmptyStruct(read.parametersAst)
+  const safeParameters = Schema.make<A, I, never>(protoSafe(read.parametersAst))
+  const safeOutput = Schema.make<V, VI, never>(protoSafe(read.schemaAst))
   const decodeArgs = Schema.decodeUnknownEither(safeParameters, { errors: "all", onExcessProperty: "error" })
   const decodeValue = Schema.decodeUnknownEither(safeOutput, { errors: "all", onExcessProperty: "error" })
   const encodeValue = Schema.encodeEither(safeOutput, { errors: "all" })
