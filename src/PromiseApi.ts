@@ -330,20 +330,17 @@ const withNext = <A>(
         })
       })
     }
+    const settled = Effect.suspend(() => {
+      open = false
+      return running.size === 0 ? Effect.void : Effect.asVoid(Fiber.awaitAll(Array.from(running)))
+    })
     let out: unknown
     try {
       out = call(nextP)
     } catch (thrown) {
-      open = false
-      return Effect.die(sanitizeThrown(thrown))
+      return Effect.ensuring(Effect.die(sanitizeThrown(thrown)), settled)
     }
-    return Effect.ensuring(
-      adoptReturned(out),
-      Effect.suspend(() => {
-        open = false
-        return running.size === 0 ? Effect.void : Effect.asVoid(Fiber.awaitAll(Array.from(running)))
-      })
-    )
+    return Effect.ensuring(adoptReturned(out), settled)
   })
 
 // The parameters are named as the registry names them, so that calling a value that is not a

@@ -208,6 +208,36 @@ describe("issue 11 item 6: the Promise facade covers the whole API", () => {
     }
   })
 
+  it("D-14: a wrapper that starts next() and then throws still has that next() awaited before the call ends", async () => {
+    const started = gate()
+    const release = gate()
+    const events: Array<string> = []
+    const api = facade(echo({
+      execute: () =>
+        Effect.zipRight(Effect.sync(() => started.resolve()), Effect.promise(() => release.promise)).pipe(
+          Effect.ensuring(Effect.sync(() => events.push("body exited"))),
+          Effect.as("late")
+        )
+    }))
+    try {
+      await api.onExecute((_exec, next) => {
+        void next()
+        throw new Error("wrapper broke")
+      })
+      await api.onResult(() => {
+        events.push("observed")
+      })
+      const pending = api.execute(call())
+      await started.promise
+      events.push("released")
+      release.resolve()
+      assert.deepStrictEqual(await pending, errorResult("wrapper broke"))
+      assert.deepStrictEqual(events, ["released", "body exited", "observed"])
+    } finally {
+      await api.dispose()
+    }
+  })
+
   describe("D-15 / D-2: callbacks behave like their Effect-API equivalents (hostile values included)", () => {
     const preCases: ReadonlyArray<
       readonly [
