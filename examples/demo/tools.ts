@@ -30,21 +30,28 @@ export interface Workspace {
 
 export const makeWorkspace = (timeline: Timeline): Workspace => {
   let started = 0
-  const waiters: Array<() => void> = []
+  const waiters = new Set<() => void>()
   return {
     timeline,
     readsStarted: (count) =>
       Effect.async<void>((resume) => {
         started++
-        const done = () => resume(Effect.void)
         if (started >= count) {
-          for (const waiter of waiters.splice(0)) waiter()
-          done()
+          for (const wake of [...waiters]) wake()
+          resume(Effect.void)
           return
         }
-        waiters.push(done)
-        const timer = setTimeout(done, GATE_MS)
-        return Effect.sync(() => clearTimeout(timer))
+        const wake = () => {
+          clearTimeout(timer)
+          waiters.delete(wake)
+          resume(Effect.void)
+        }
+        const timer = setTimeout(wake, GATE_MS)
+        waiters.add(wake)
+        return Effect.sync(() => {
+          clearTimeout(timer)
+          waiters.delete(wake)
+        })
       })
   }
 }
