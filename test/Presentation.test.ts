@@ -4,7 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
-import * as ToolCallLogSqlite from "../layers/ToolCallLogSqlite.js"
+import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
 import type { Content } from "../src/Content.js"
 import type { JsonValue } from "../src/Json.js"
 import * as Presentation from "../src/Presentation.js"
@@ -461,7 +461,7 @@ describe("Presentation replay", () => {
       assert.deepStrictEqual(replayed, Presentation.livePresentation(live, lookup))
     }).pipe(Effect.provide(ToolCallLogMemory.layer)))
 
-  it.effect("D-18: replay after closing and reopening a SQLite file log equals the live presentation", () =>
+  it.effect("D-18: replay after closing and reopening a libSQL file log equals the live presentation", () =>
     Effect.gen(function*() {
       const { live, records } = scenario()
       const filename = path.join(tmp, "replay.db")
@@ -469,9 +469,9 @@ describe("Presentation replay", () => {
         ToolCallLog.ToolCallLog,
         (log) => Effect.forEach(records, (record) => log.append(record))
       )
-      yield* append.pipe(Effect.provide(ToolCallLogSqlite.layer({ filename })))
+      yield* append.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url: `file:${filename}` })))
       const stored = yield* Effect.flatMap(ToolCallLog.ToolCallLog, (log) => log.records).pipe(
-        Effect.provide(ToolCallLogSqlite.layer({ filename }))
+        Effect.provide(ToolCallLogSql.layerLibsql({ url: `file:${filename}` }))
       )
       assert.isFalse(JSON.stringify(stored).includes("value-1"), "the canonical value was not persisted")
       const replayed = Presentation.replay(stored, lookup)
