@@ -5,6 +5,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
+import * as Hostile from "./fixtures/hostile.js"
 import type { Content } from "../src/Content.js"
 import type { JsonValue } from "../src/Json.js"
 import * as Presentation from "../src/Presentation.js"
@@ -195,7 +196,7 @@ describe("Presentation presenters", () => {
     )
   })
 
-  it("PRES-4 / PRES-5: presenter views are returned unchanged", () => {
+  it("PRES-4 / PRES-5: presenter views are returned as detached frozen copies with the same fields", () => {
     const views: ReadonlyArray<ResultView> = [
       { card: "terminal", title: "ls", output: "a\nb", exitCode: 0 },
       { card: "diff", diffs: [{ path: "a.ts", oldText: null, newText: "x" }] },
@@ -213,10 +214,37 @@ describe("Presentation presenters", () => {
     ]
     for (const view of views) {
       const definition = tool("v", { presentResult: () => view })
-      assert.strictEqual(Presentation.presentResult(definition, {}, { content: [], isError: false }), view)
+      const shown = Presentation.presentResult(definition, {}, { content: [], isError: false })
+      assert.deepStrictEqual(shown, view)
+      assert.notStrictEqual(shown, view)
+      assert.isTrue(Object.isFrozen(shown))
     }
     const diff: CallView = { card: "diff", title: "Edit a.ts", diffs: [{ path: "a.ts", oldText: "a", newText: "b" }] }
-    assert.strictEqual(Presentation.presentCall(tool("d", { presentCall: () => diff }), {}), diff)
+    assert.deepStrictEqual(Presentation.presentCall(tool("d", { presentCall: () => diff }), {}), diff)
+  })
+
+  it("issue 8 / D-10: a view is read once (a getter cannot change it after the check); hostile views fall back", () => {
+    let reads = 0
+    const view = { title: "t" } as Record<string, unknown>
+    Object.defineProperty(view, "card", { enumerable: true, get: () => reads++ === 0 ? "generic" : "bogus" })
+    const shown = Presentation.presentCall(tool("g", { presentCall: () => view as never }), {})
+    assert.deepStrictEqual(shown, { card: "generic", title: "t" })
+    assert.strictEqual(reads, 1)
+    assert.deepStrictEqual(
+      Presentation.presentCall(tool("u", { presentCall: () => ({ card: "generic", title: "t", kind: undefined }) as never }), {}),
+      { card: "generic", title: "t" },
+      "optional fields set to undefined are dropped, not a reason to fall back"
+    )
+    for (const kind of Hostile.kinds) {
+      const hostile = tool("h", { presentCall: () => Hostile.make(kind, { card: "generic" }) as never })
+      const call = Presentation.presentCall(hostile, {})
+      assert.isTrue(call === undefined || (call.card === "generic" && Object.isFrozen(call)), kind)
+      const result = Presentation.presentResult(tool("r", { presentResult: () => Hostile.make(kind) as never }), {}, {
+        content: [],
+        isError: false
+      })
+      assert.isUndefined(result, kind)
+    }
   })
 
   it("PRES-6: the run_code card is titled with the description, kind execute, program as rawInput", () => {

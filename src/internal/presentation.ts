@@ -22,6 +22,18 @@ export const projectResult = (result: ToolResult): ResultProjection =>
     ? { content: result.content, isError: result.isError }
     : { content: result.content, isError: result.isError, meta: result.meta }
 
+/**
+ * A presenter's view read once: its own enumerable fields (those set to `undefined` dropped)
+ * snapshotted into a detached frozen copy; `undefined` when it is not a lossless JSON object.
+ * Validation and the caller then see only the copy (a getter cannot change after the check).
+ */
+const detachView = (view: unknown): unknown => {
+  if (typeof view !== "object" || view === null || Array.isArray(view)) return undefined
+  const fields = Object.entries({ ...view }).filter(([, value]) => value !== undefined)
+  const snap = Json.snapshotFrozen(Object.fromEntries(fields))
+  return snap._tag === "Lossless" ? snap.value : undefined
+}
+
 const isCallView = (view: unknown): view is CallView => {
   if (typeof view !== "object" || view === null || Array.isArray(view)) return false
   const record = view as { readonly card?: unknown; readonly title?: unknown }
@@ -39,7 +51,7 @@ export const presentCall = (definition: Tool.Any | undefined, args: unknown): Ca
   try {
     const presenter = definition.presentCall
     if (typeof presenter !== "function") return undefined
-    const view: unknown = presenter.call(definition, args)
+    const view = detachView(presenter.call(definition, args))
     return isCallView(view) ? view : undefined
   } catch {
     return undefined
@@ -56,7 +68,7 @@ export const presentResult = (
   try {
     const presenter = definition.presentResult
     if (typeof presenter !== "function") return undefined
-    const view: unknown = presenter.call(definition, args, result)
+    const view = detachView(presenter.call(definition, args, result))
     return isResultView(view) ? view : undefined
   } catch {
     return undefined
