@@ -19,6 +19,7 @@ import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import * as Hostile from "./fixtures/hostile.js"
 import { text } from "./fixtures/tools.js"
+import { isDeepFrozen } from "./fixtures/runtime.js"
 
 /**
  * What a callback does: behave (`normal`), succeed with the hostile value, throw it
@@ -141,17 +142,6 @@ const identityOf = (spec: CallSpec, i: number): readonly [string, string] => {
   if (spec.malformed === "entry") return ["", ""]
   if (spec.malformed === "callId") return ["", name]
   return [`c${i}`, name]
-}
-
-const isDeepFrozen = (value: unknown): boolean => {
-  const stack: Array<unknown> = [value]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    if (typeof v !== "object" || v === null) continue
-    if (!Object.isFrozen(v)) return false
-    for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key])
-  }
-  return true
 }
 
 /** Formats every record as the default logger does (message and cause), then drops it. */

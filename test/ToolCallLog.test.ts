@@ -4,72 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import type { JsonValue } from "../src/Json.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
-import type { LogRecord } from "../src/ToolCallLog.js"
-import type { ToolResult } from "../src/ToolResult.js"
 import * as ToolResultModule from "../src/ToolResult.js"
-import { layerFailingFrom } from "./fixtures/toolCallLog.js"
-
-const success: ToolResult = {
-  isError: false,
-  value: { secret: "canonical-value-xyz" },
-  content: [{ type: "text", text: "read 3 lines" }],
-  meta: { path: "a.ts", lines: [1, 2, 3], nested: { ok: true, none: null } }
-}
-
-const denied: ToolResult = ToolResultModule.denial("the user rejected tool \"rm\"", {
-  name: "ToolDeniedError",
-  code: "DENIED"
-})
-
-const call0: LogRecord = {
-  _tag: "tool/call",
-  batchId: "b1",
-  index: 0,
-  callId: "c0",
-  name: "read",
-  agent: "main",
-  arguments: "{\"path\":\"a.ts\"}"
-}
-const call1: LogRecord = { _tag: "tool/call", batchId: "b1", index: 1, callId: "c1", name: "rm", arguments: "" }
-const result0 = ToolCallLog.resultRecord("b1", 0, "c0", success)
-const result1 = ToolCallLog.resultRecord("b1", 1, "c1", denied)
-const dispatchStart: LogRecord = {
-  _tag: "tool/code-dispatch-start",
-  rootCallId: "c2",
-  parentCallId: "c2",
-  subCallId: "c2:code:1",
-  name: "read",
-  arguments: { path: "b.ts", n: [1, "x", null, false] }
-}
-const dispatch: LogRecord = {
-  _tag: "tool/code-dispatch",
-  rootCallId: "c2",
-  parentCallId: "c2",
-  subCallId: "c2:code:1",
-  name: "read",
-  arguments: { path: "b.ts", n: [1, "x", null, false] },
-  isError: false,
-  content: [{ type: "image", data: "aGVsbG8=", mimeType: "image/png" }, { type: "reasoning", text: "hm" }]
-}
-const sample: ReadonlyArray<LogRecord> = [call0, call1, dispatchStart, dispatch, result0, result1]
-
-const nest = (depth: number): JsonValue => {
-  let value: JsonValue = "leaf"
-  for (let i = 0; i < depth; i++) value = { k: value }
-  return value
-}
-
-const depthOf = (value: unknown): number => {
-  let depth = 0
-  let current = value
-  while (typeof current === "object" && current !== null && "k" in current) {
-    current = (current as { readonly k: unknown }).k
-    depth++
-  }
-  return current === "leaf" ? depth : -1
-}
+import { call0, call1, depthOf, layerFailingFrom, nest, result0, result1, sample } from "./fixtures/toolCallLog.js"
 
 const failMessage = <A, R>(effect: Effect.Effect<A, ToolCallLog.ToolCallLogError, R>) =>
   Effect.map(Effect.flip(effect), (error) => {

@@ -23,6 +23,7 @@ import type { ToolResult } from "../src/ToolResult.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import * as Hostile from "./fixtures/hostile.js"
 import { text } from "./fixtures/tools.js"
+import { isDeepFrozen } from "./fixtures/runtime.js"
 
 const pick = <const A extends string>(...values: ReadonlyArray<A>): fc.Arbitrary<A> => fc.constantFrom(...values)
 
@@ -56,17 +57,6 @@ const scenario: fc.Arbitrary<Scenario> = fc.record({
   observer: pick("ok", "ok", "return", "fail", "die", "throw"),
   abortInBody: fc.boolean()
 })
-
-const isDeepFrozen = (value: unknown): boolean => {
-  const stack: Array<unknown> = [value]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    if (typeof v !== "object" || v === null) continue
-    if (!Object.isFrozen(v)) return false
-    for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key])
-  }
-  return true
-}
 
 /** A well-formed result: lossless JSON apart from `value`, valid content, an error detail of strings. */
 const assertWellFormed = (result: ToolResult): void => {

@@ -13,6 +13,7 @@ import { ToolRegistry } from "../src/ToolRegistry.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import { ToolRuntime } from "../src/ToolRuntime.js"
 import { text } from "./fixtures/tools.js"
+import { isDeepFrozen } from "./fixtures/runtime.js"
 
 type Stage = "before" | "pre" | "around" | "body" | "post" | "none"
 
@@ -100,17 +101,6 @@ const oracle = (s: Scenario): Expected => {
 }
 
 const injected = (stage: string) => new HarnessError({ message: `${stage} failed`, code: "INJECTED" })
-
-const isDeepFrozen = (value: unknown): boolean => {
-  const stack: Array<unknown> = [value]
-  while (stack.length > 0) {
-    const v = stack.pop()
-    if (typeof v !== "object" || v === null) continue
-    if (!Object.isFrozen(v)) return false
-    for (const key of Object.keys(v)) stack.push((v as Record<string, unknown>)[key])
-  }
-  return true
-}
 
 const runScenario = (s: Scenario) =>
   Effect.gen(function*() {
