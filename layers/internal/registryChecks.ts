@@ -12,6 +12,7 @@ import type { Validator } from "../../src/JsonSchema.js"
 import type * as Tool from "../../src/Tool.js"
 import { RUN_CODE_NAME } from "../../src/ToolRegistry.js"
 import type { PresentationMode, Restriction } from "../../src/ToolRegistry.js"
+import { OPTIONAL_CALLBACKS, isObjectLike } from "../../src/internal/definitionFields.js"
 
 /** The largest delay a timer accepts (TIMEOUT-3, D-6). @internal */
 export const MAX_TIMEOUT_MS = 2147483647
@@ -35,9 +36,6 @@ export const displayName = (name: unknown): string => {
     return "<unprintable>"
   }
 }
-
-const isObjectLike = (value: unknown): value is object =>
-  (typeof value === "object" && value !== null) || typeof value === "function"
 
 /** @internal */
 export type Problem =
@@ -90,14 +88,6 @@ interface Fields {
   readonly presentCall: unknown
   readonly presentResult: unknown
 }
-
-const OPTIONAL_CALLBACKS = [
-  "isConcurrencySafe",
-  "finalizeContent",
-  "projectContent",
-  "presentCall",
-  "presentResult"
-] as const
 
 const readFields = (definition: unknown, setLabel: (label: string) => void): Fields => {
   const d = (isObjectLike(definition) ? definition : {}) as { readonly [key: string]: unknown }

@@ -11,6 +11,7 @@ import { detailOf, sanitizeThrown, ToolArgsError, ToolDefinitionError } from "..
 import type { ToolResult } from "../ToolResult.js"
 import * as dsl from "./dsl.js"
 import { adoptReturned } from "./promise.js"
+import { isObjectLike } from "./definitionFields.js"
 
 const MAX_TIMEOUT_MS = 2147483647
 
@@ -68,9 +69,6 @@ const optionalFunction = (name: string, key: string, value: unknown): AnyFunctio
 
 const missingOutput = (name: string): ToolDefinitionError =>
   refuse(`defineTool(${name}): must declare output { schema, render, presentationMeta? }`)
-
-const isObjectLike = (value: unknown): value is object =>
-  (typeof value === "object" && value !== null) || typeof value === "function"
 
 /** Every option `defineTool` uses, each read exactly once (DEF-1 a). */
 interface ReadOptions {

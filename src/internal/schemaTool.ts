@@ -15,6 +15,7 @@ import type { ToolDefinition, ToolOutput } from "../Tool.js"
 import { detailOf, JsonSchemaError, sanitizeThrown, ToolArgsError, ToolDefinitionError, ToolOutputError } from "../ToolError.js"
 import type { ToolResult } from "../ToolResult.js"
 import { adoptReturned } from "./promise.js"
+import { OPTIONAL_CALLBACKS, isObjectLike } from "./definitionFields.js"
 
 /**
  * The output declaration of {@link fromSchema}: an Effect Schema for the value and pure
@@ -740,9 +741,6 @@ const protoSafe = (root: AST.AST): AST.AST => {
 
 const refuse = (message: string): ToolDefinitionError => new ToolDefinitionError({ message })
 
-const isObjectLike = (value: unknown): value is object =>
-  (typeof value === "object" && value !== null) || typeof value === "function"
-
 interface ReadFromSchema {
   readonly name: string
   readonly description: unknown
@@ -772,14 +770,6 @@ const astOf = (value: unknown): AST.AST | undefined => {
     return undefined
   }
 }
-
-const OPTIONAL_CALLBACKS = [
-  "isConcurrencySafe",
-  "finalizeContent",
-  "projectContent",
-  "presentCall",
-  "presentResult"
-] as const
 
 /**
  * Reads every option exactly once and checks its kind (DEF-1, D-6): each failure is a
