@@ -30,7 +30,20 @@ import { nullProto, ownProtoKey } from "./fixtures/hostile.js"
 import type { PostgresServer } from "./fixtures/postgres.js"
 import { startPostgres } from "./fixtures/postgres.js"
 import type { SqlBackend } from "./fixtures/toolCallLog.js"
-import { call0, call1, depthOf, libsqlFile, libsqlMemory, nest, postgres, result0, result1, sample } from "./fixtures/toolCallLog.js"
+import {
+  assertOwnProto,
+  call0,
+  call1,
+  depthOf,
+  libsqlFile,
+  libsqlMemory,
+  nest,
+  postgres,
+  protoRecords,
+  result0,
+  result1,
+  sample
+} from "./fixtures/toolCallLog.js"
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tool-call-log-backends-"))
 let server: PostgresServer | undefined
@@ -105,49 +118,7 @@ const noSuchTable: Record<SqlBackend["dialect"], string> = {
 // ---------------------------------------------------------------------------------------------
 
 
-/** Asserts `value` has an own data property `__proto__` holding `expected`, and an intact prototype. */
-const assertOwnProto = (value: unknown, expected: unknown) => {
-  assert.strictEqual(Object.getPrototypeOf(value), Object.prototype, "the prototype is untouched")
-  const descriptor = Object.getOwnPropertyDescriptor(value, "__proto__")
-  assert.isDefined(descriptor, "__proto__ is an own key")
-  assert.isTrue("value" in descriptor! && descriptor.enumerable === true, "__proto__ is an enumerable data property")
-  assert.deepStrictEqual(descriptor!.value, expected)
-  for (const key of Object.keys(expected as object)) {
-    assert.isFalse(key in (value as object) && !Object.hasOwn(value as object, key), `${key} is not inherited`)
-  }
-}
 
-const protoBlock = () => ({ type: "text", text: "a", ...ownProtoKey({ polluted: true }) })
-const protoRecords = (): ReadonlyArray<Record<string, unknown>> => [
-  {
-    _tag: "tool/result",
-    batchId: "b",
-    index: 0,
-    callId: "c0",
-    content: [protoBlock(), { type: "image", data: "aGk=", mimeType: "image/png", ...ownProtoKey({ role: "admin" }) }],
-    isError: true,
-    error: { name: "Denied", code: "DENIED", ...ownProtoKey({ admin: true }) },
-    meta: { nested: { ...ownProtoKey({ deep: [1] }) }, ...ownProtoKey({ top: "x" }) }
-  },
-  {
-    _tag: "tool/code-dispatch",
-    rootCallId: "r",
-    parentCallId: "r",
-    subCallId: "r:1",
-    name: "read",
-    arguments: { ...ownProtoKey({ path: "/etc" }) },
-    isError: false,
-    content: [{ type: "reasoning", text: "hm", ...ownProtoKey({ cache: { ttl: 1 } }) }]
-  },
-  {
-    _tag: "tool/code-dispatch-start",
-    rootCallId: "r",
-    parentCallId: "r",
-    subCallId: "r:1",
-    name: "read",
-    arguments: [{ ...ownProtoKey({ path: "/etc" }) }]
-  }
-]
 
 const assertProtoRecords = (records: ReadonlyArray<LogRecord>) => {
   assert.strictEqual(records.length, 3)

@@ -14,7 +14,7 @@ import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
-import { ownProtoKey } from "./fixtures/hostile.js"
+import { assertOwnProto, protoRecords } from "./fixtures/toolCallLog.js"
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tool-call-log-hardening-"))
 let fileCount = 0
@@ -40,57 +40,11 @@ const buildError = <A, E>(layer: Layer.Layer<A, E>) =>
     return typed
   })
 
-/** Asserts `value` has an own data property `__proto__` holding `expected`, and an intact prototype. */
-const assertOwnProto = (value: unknown, expected: unknown, prototype: object | null = Object.prototype) => {
-  assert.strictEqual(Object.getPrototypeOf(value), prototype, "the prototype is untouched")
-  const descriptor = Object.getOwnPropertyDescriptor(value, "__proto__")
-  assert.isDefined(descriptor, "__proto__ is an own key")
-  assert.isTrue("value" in descriptor! && descriptor.enumerable === true, "__proto__ is an enumerable data property")
-  assert.deepStrictEqual(descriptor!.value, expected)
-  for (const key of Object.keys(expected as object)) {
-    assert.isFalse(key in (value as object) && !Object.hasOwn(value as object, key), `${key} is not inherited`)
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // item 8
 // ---------------------------------------------------------------------------------------------
 
-const protoBlock = () => ({ type: "text", text: "a", ...ownProtoKey({ polluted: true }) })
-const protoImage = () => ({ type: "image", data: "aGk=", mimeType: "image/png", ...ownProtoKey({ role: "admin" }) })
-const protoError = () => ({ name: "Denied", code: "DENIED", ...ownProtoKey({ admin: true }) })
-const protoMeta = () => ({ nested: { ...ownProtoKey({ deep: [1] }) }, ...ownProtoKey({ top: "x" }) })
-
-const protoRecords = (): ReadonlyArray<Record<string, unknown>> => [
-  {
-    _tag: "tool/result",
-    batchId: "b",
-    index: 0,
-    callId: "c0",
-    content: [protoBlock(), protoImage()],
-    isError: true,
-    error: protoError(),
-    meta: protoMeta()
-  },
-  {
-    _tag: "tool/code-dispatch",
-    rootCallId: "r",
-    parentCallId: "r",
-    subCallId: "r:1",
-    name: "read",
-    arguments: { ...ownProtoKey({ path: "/etc" }) },
-    isError: false,
-    content: [{ type: "reasoning", text: "hm", ...ownProtoKey({ cache: { ttl: 1 } }) }]
-  },
-  {
-    _tag: "tool/code-dispatch-start",
-    rootCallId: "r",
-    parentCallId: "r",
-    subCallId: "r:1",
-    name: "read",
-    arguments: [{ ...ownProtoKey({ path: "/etc" }) }]
-  }
-]
 
 describe("issue 8 item 8: __proto__ keys stay own keys in the log", () => {
   it.effect("issue 8 item 8 / JSON-5: validate, encodeJson and decodeJson keep own __proto__ keys", () =>
