@@ -92,6 +92,8 @@ export interface RegisteredTool {
  */
 export interface RegistryView {
   readonly agent: AgentId | undefined
+  /** The agent, then its declared ancestors nearest first; empty for the global view. */
+  readonly lineage: ReadonlyArray<AgentId>
   /** Effective presentation mode (SCOPE-4). */
   readonly mode: PresentationMode
   /** Visible tools in view order (SCOPE-2/3), `run_code` last when the mode is not native. */

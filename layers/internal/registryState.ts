@@ -179,11 +179,13 @@ export const buildView = (state: State, agent: AgentId | undefined): ViewData =>
   let mode: PresentationMode = state.deploymentMode
   const guards: Array<Guard> = state.global.guards.map((entry) => entry.guard)
   let scope: ReadonlySet<AgentId> | undefined
+  let lineage: ReadonlyArray<AgentId> = Object.freeze([])
   if (agent === undefined) {
     visible = copyTools(state.global.tools)
   } else {
     const chain = chainOf(state.agents, agent)
     scope = new Set(chain)
+    lineage = Object.freeze([...chain].reverse())
     const layers: Array<ScopeLayer> = []
     for (const id of chain) {
       const layer = state.layers.get(id)
@@ -238,6 +240,7 @@ export const buildView = (state: State, agent: AgentId | undefined): ViewData =>
     : (name: string, _hasParent: boolean): RegisteredTool | undefined => lookup.get(name)
   const view: RegistryView = Object.freeze({
     agent,
+    lineage,
     mode,
     tools,
     get,
