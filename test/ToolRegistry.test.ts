@@ -418,6 +418,19 @@ describe("ToolRegistry agents (SCOPE-1)", () => {
       assert.strictEqual(registry.unsafeView().get("t")!.definition.description, "t tool")
     }))
 
+  it.scoped("SCOPE-1: a view's lineage is the agent then its ancestors, nearest first", () =>
+    Effect.gen(function*() {
+      const registry = yield* make()
+      yield* registry.declareAgent("G")
+      yield* registry.declareAgent("P", { parent: "G" })
+      yield* registry.declareAgent("C", { parent: "P" })
+      assert.deepStrictEqual(registry.unsafeView("C").lineage, ["C", "P", "G"])
+      assert.deepStrictEqual(registry.unsafeView("G").lineage, ["G"])
+      assert.deepStrictEqual(registry.unsafeView("loner").lineage, ["loner"])
+      assert.deepStrictEqual(registry.unsafeView().lineage, [])
+      assert.isTrue(Object.isFrozen(registry.unsafeView("C").lineage))
+    }))
+
   it.scoped("SCOPE-1: declaration errors — duplicate, unknown parent, cycle", () =>
     Effect.gen(function*() {
       const registry = yield* make()
