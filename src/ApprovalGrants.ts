@@ -158,9 +158,14 @@ export const causeMessage = (cause: unknown): string => {
 
 const typeName = (value: unknown): string => {
   if (value === null) return "null"
-  if (Array.isArray(value)) return "an array"
   const type = typeof value
-  return type === "object" || type === "undefined" ? type : `a ${type}`
+  if (type === "undefined") return type
+  if (type !== "object") return `a ${type}`
+  try {
+    return Array.isArray(value) ? "an array" : "an object"
+  } catch {
+    return "an object"
+  }
 }
 
 const invalid = (field: string, message: string): ApprovalGrantsError =>
@@ -195,6 +200,9 @@ const describeTtl = (value: unknown): string => {
   if (typeof value === "number") return `not ${String(value)}`
   if (typeof value === "bigint") return `not ${value.toString()}n`
   if (typeof value === "string") return `not ${JSON.stringify(value.length <= 40 ? value : `${value.slice(0, 40)}…`)}`
+  if (Duration.isDuration(value)) {
+    return Duration.isZero(value) ? "not a zero duration" : "not an infinite duration"
+  }
   return `not ${typeName(value)}`
 }
 
@@ -229,8 +237,14 @@ const readTtl = (ttl: unknown): Either.Either<number | undefined, ApprovalGrants
   } catch (error) {
     return Either.left(invalid("ttl", `approval grant ttl could not be read: ${causeMessage(error)}`))
   }
+  let described: string
+  try {
+    described = describeTtl(ttl)
+  } catch {
+    described = "not a duration"
+  }
   return millis === undefined
-    ? Either.left(invalid("ttl", `${TTL_RULE}, ${describeTtl(ttl)}`))
+    ? Either.left(invalid("ttl", `${TTL_RULE}, ${described}`))
     : Either.right(Math.ceil(millis))
 }
 
