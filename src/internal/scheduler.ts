@@ -1,7 +1,8 @@
 /**
  * The ordered concurrent scheduler (spec §16): one driver fiber owns the ordered lane
  * (classification, `tool/call`, prepare, finalize/finish, `tool/result`, commit) in model order;
- * only `dispatch` overlaps, in fibers owned by the batch and bounded by a semaphore.
+ * only `dispatch` overlaps, in fibers owned by the lane and bounded by a semaphore. The same lane
+ * drives a `run_code` program's sub-calls (PTC-9), whose entries arrive while it runs.
  *
  * Everything the caller hands in (the calls array, each call, the options, `onCommit` and what it
  * returns) is read once and treated as hostile: nothing of it is converted, formatted or logged
@@ -17,8 +18,10 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import type { UserMessage } from "../Content.js"
 import type { AgentId, ExecuteInput } from "../Execution.js"
 import * as Json from "../Json.js"
@@ -217,11 +220,12 @@ const readOptions = (options: unknown): Settings | Cause.IllegalArgumentExceptio
 }
 
 // ---------------------------------------------------------------------------------------------
-// The batch
+// The lane: one ordered driver for a closed batch or an open submission queue
 // ---------------------------------------------------------------------------------------------
 
-interface Ready {
-  /** `undefined`: a result the scheduler made itself (a malformed call), committed without the runtime. */
+/** A filled slot: a result waiting for its commit, in entry order. @internal */
+export interface Ready {
+  /** `undefined`: a result the lane made itself (a malformed call), committed without the runtime. */
   readonly handle: ToolRuntimeNs.Execution | undefined
   readonly final: boolean
   readonly result: ToolResult.ToolResult
@@ -232,24 +236,16 @@ interface Settlement {
   readonly exit: Exit.Exit<ToolRuntimeNs.Dispatched>
 }
 
-type Failure =
+/** Why a lane stopped starting entries (SCHED-10): the log failed, or a staged step died. @internal */
+export type Failure =
   | { readonly _tag: "Log"; readonly error: ToolCallLog.ToolCallLogError }
   | { readonly _tag: "Defect"; readonly cause: Cause.Cause<never> }
 
-const emptyResult: BatchResult = Object.freeze({
-  results: Object.freeze([]),
-  contexts: Object.freeze([]),
-  concluded: false,
-  aborted: false
-})
+/** How `begin` left an entry: go on to prepare, its slot already filled, or the lane failed. @internal */
+export type Begun = "prepare" | "filled" | "failed"
 
 const exclusive: Effect.Effect<ExecutionMode> = Effect.succeed("exclusive")
 const parallel: Effect.Effect<ExecutionMode> = Effect.succeed("parallel")
-
-const INTERRUPTED_REASON = "the tool-call batch was interrupted"
-const FAILED_REASON = "the tool-call batch failed"
-
-const synthetic = (): ToolResult.ToolResult => Json.deepFreeze(ToolResult.abortedBeforeDispatch())
 
 const malformedOutcome = (step: string): Cause.Cause<never> =>
   Cause.die(new TypeError(`the staged runtime's ${step} returned a malformed outcome`))
@@ -275,50 +271,72 @@ const readOutcome = (
 }
 
 /**
- * One batch: the driver's mutable state and the ordered-lane steps. Only the driver fiber
- * touches it; dispatch fibers only push to `settled`, wake the driver and release their permit.
+ * The ordered lane (SCHED-3…5, PTC-9): entries start strictly in order, each re-classified
+ * against the live registry right before it starts; parallel-safe entries form a rolling pool
+ * of at most `maxParallel` dispatches; an exclusive entry starts only when everything before it
+ * committed and bars later starts until its own commit finished; results commit strictly in
+ * entry order. Only the driver fiber touches the state; dispatch fibers only push to `settled`,
+ * wake the driver and release their permit.
+ *
+ * A batch (a model message) is closed: every entry is known before it runs. A `run_code` program
+ * is open: entries arrive (`wakeUp`) while the lane runs, and it idles until the next one, a
+ * settlement, or the end (its signal aborting).
+ *
+ * @internal
  */
-class Batch {
-  readonly n: number
-  readonly args: Array<unknown>
-  readonly parsed: Array<boolean>
-  readonly ready: Array<Ready | undefined>
-  readonly results: Array<CommittedResult>
-  readonly contexts: Array<UserMessage> = []
+export abstract class Lane {
+  readonly ready: Array<Ready | undefined> = []
   readonly running = new Set<number>()
   readonly handles = new Map<number, ToolRuntimeNs.Execution>()
   readonly signal: AbortSignal
+  /** The next entry to start. */
   next = 0
+  /** The next entry to commit. */
   cursor = 0
   inFlight = 0
-  concluded = false
   failure: Failure | undefined = undefined
   fibers: FiberSet.FiberSet<void> | undefined = undefined
   /** Settlements not yet absorbed by the driver, in settlement order. */
   settled: Array<Settlement> = []
-  /** The driver's wake-up while it waits for a settlement. */
+  /** The driver's wake-up while it waits. */
   wake: Deferred.Deferred<void> | undefined = undefined
 
   constructor(
-    readonly calls: ReadonlyArray<Call>,
-    readonly batchId: string,
-    readonly agent: AgentId | undefined,
     readonly maxParallel: number,
     readonly controller: AbortController,
-    readonly onCommit: ((event: CommitEvent) => unknown) | undefined,
-    readonly tap: ((event: CommitEvent) => Effect.Effect<void>) | undefined,
     readonly runtime: ToolRuntimeNs.Service,
     readonly registry: RegistryService,
-    readonly log: ToolCallLog.Service,
     readonly semaphore: Effect.Semaphore,
     readonly probe: Probe | undefined
   ) {
-    this.n = calls.length
     this.signal = controller.signal
-    this.args = new Array(this.n)
-    this.parsed = new Array(this.n).fill(false)
-    this.ready = new Array(this.n)
-    this.results = new Array(this.n)
+  }
+
+  /** Entries known so far. */
+  abstract size(): number
+  /** No entry will be added any more. */
+  abstract closed(): boolean
+  /** SCHED-2 for one entry; total (any doubt is `exclusive`). */
+  abstract classify(index: number): Effect.Effect<ExecutionMode>
+  /** What happens before prepare (a durable start record); may fill the slot itself. */
+  abstract begin(index: number): Effect.Effect<Begun>
+  abstract input(index: number): ExecuteInput
+  /** The durable record of a finished entry; `false` when it could not be written (the lane failed). */
+  abstract record(index: number, result: ToolResult.ToolResult): Effect.Effect<boolean>
+  /** After the commit (cursor advanced): hand the result on. */
+  abstract committed(index: number, result: ToolResult.ToolResult, synthetic: boolean): Effect.Effect<void>
+  /** After the drain: entries that never started. */
+  abstract finish(): Effect.Effect<void>
+  /** The abort reason when the driver dies with dispatches in flight. */
+  abstract deathReason(): unknown
+
+  /** Whether commits go on after `failure` (a batch stops committing after any failure). */
+  commitsAfter(_failure: Failure): boolean {
+    return false
+  }
+
+  fail(failure: Failure): void {
+    if (this.failure === undefined) this.failure = failure
   }
 
   /** A failure was recorded; settlements that arrived meanwhile are absorbed first. */
@@ -327,9 +345,381 @@ class Batch {
     return this.failure !== undefined
   }
 
-  /** No new call may start: a failure was recorded or the batch was cancelled (SCHED-9/10). */
+  /** No new entry may start: a failure was recorded or the lane's signal aborted (SCHED-9/10). */
   stopped(): boolean {
     return this.failed() || this.signal.aborted
+  }
+
+  /** Wakes the driver if it waits (a settlement, a new entry, the end). */
+  wakeUp(): void {
+    const wake = this.wake
+    if (wake === undefined) return
+    this.wake = undefined
+    Deferred.unsafeDone(wake, Exit.void)
+  }
+
+  /** Total: a malformed dispatch outcome is recorded as the runtime's defect, never thrown. */
+  absorb(settlement: Settlement): void {
+    const index = settlement.index
+    this.inFlight--
+    this.running.delete(index)
+    const handle = this.handles.get(index)
+    this.handles.delete(index)
+    const exit = settlement.exit
+    if (Exit.isFailure(exit)) {
+      this.fail({ _tag: "Defect", cause: exit.cause })
+      return
+    }
+    const outcome = readOutcome(exit.value)
+    if (outcome === undefined || outcome.tag === "Dispatch" || handle === undefined) {
+      this.fail({ _tag: "Defect", cause: malformedOutcome("dispatch") })
+      return
+    }
+    this.ready[index] = {
+      final: outcome.tag === "FinalResult",
+      handle,
+      result: outcome.result as ToolResult.ToolResult
+    }
+  }
+}
+
+const absorbAll = (l: Lane): void => {
+  if (l.settled.length === 0) return
+  const settled = l.settled
+  l.settled = []
+  for (const settlement of settled) l.absorb(settlement)
+}
+
+/** Runs a driver step; any defect it dies with is recorded as the lane's failure (SCHED-10). */
+const guarded = (l: Lane, effect: Effect.Effect<void>): Effect.Effect<void> =>
+  Effect.catchAllCause(effect, (cause) => Effect.sync(() => l.fail({ _tag: "Defect", cause })))
+
+/** Called by a dispatch fiber: hand the settlement to the driver and wake it if it waits. */
+const settle = (l: Lane, settlement: Settlement): Effect.Effect<void> =>
+  Effect.sync(() => {
+    l.settled.push(settlement)
+    l.wakeUp()
+  })
+
+/**
+ * Blocks the driver unless `ready()` already holds; the check and the installation of the
+ * wake-up are one synchronous step, so no wake-up can be missed.
+ */
+const blockUnless = (l: Lane, ready: () => boolean): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (ready()) return Effect.void
+    const wake = Deferred.unsafeMake<void>(FiberId.none)
+    l.wake = wake
+    const announce = l.probe === undefined ? Effect.void : l.probe.onWait([...l.running])
+    return Effect.zipRight(announce, Deferred.await(wake))
+  })
+
+/** Blocks the driver until at least one dispatch has settled, then absorbs every settlement. */
+const waitSettlement = (l: Lane): Effect.Effect<void> =>
+  Effect.suspend(function loop(): Effect.Effect<void> {
+    if (l.settled.length > 0) {
+      absorbAll(l)
+      return Effect.void
+    }
+    return Effect.flatMap(blockUnless(l, () => l.settled.length > 0), loop)
+  })
+
+/** An open lane with nothing to start: waits for a new entry, a settlement or the end. */
+const waitWork = (l: Lane): Effect.Effect<void> =>
+  blockUnless(l, () => l.settled.length > 0 || l.next < l.size() || l.stopped())
+
+const stagedFailure = (l: Lane) => (cause: Cause.Cause<never>): Effect.Effect<undefined> =>
+  Effect.sync(() => {
+    l.fail({ _tag: "Defect", cause })
+    return undefined
+  })
+
+/**
+ * Appends a durable record; a failure (or defect) of the log is recorded as the lane's failure.
+ *
+ * @internal
+ */
+export const appendOrFail = (
+  l: Lane,
+  log: ToolCallLog.Service,
+  record: ToolCallLog.LogRecord
+): Effect.Effect<boolean> =>
+  Effect.suspend(() => log.append(record)).pipe(
+    Effect.as(true),
+    Effect.catchAllCause((cause) =>
+      Effect.sync(() => {
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure)) l.fail({ _tag: "Log", error: failure.value })
+        else l.fail({ _tag: "Defect", cause: cause as Cause.Cause<never> })
+        return false
+      })
+    )
+  )
+
+/** commit(i): finalize / finish, the durable record, then the lane's own hand-over. */
+const commit = Effect.fnUntraced(function*(l: Lane, index: number) {
+  const ready = l.ready[index]!
+  l.ready[index] = undefined
+  const handle = ready.handle
+  const result = handle === undefined ? ready.result : yield* Effect.suspend(() =>
+    ready.final ? l.runtime.finish(handle, ready.result) : l.runtime.finalize(handle, ready.result)
+  ).pipe(Effect.catchAllCause(stagedFailure(l)))
+  if (result === undefined) return
+  if (!(yield* l.record(index, result))) return
+  l.cursor = index + 1
+  yield* l.committed(index, result, handle === undefined)
+})
+
+const committable = (l: Lane): boolean =>
+  (l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.ready[l.cursor] !== undefined
+
+/** Commits the longest ready prefix (after a failure only where the lane allows it). */
+const commitReady = Effect.fnUntraced(function*(l: Lane) {
+  while (committable(l)) yield* commit(l, l.cursor)
+})
+
+/** Absorbs every settlement, then commits the longest ready prefix. */
+const pump = (l: Lane): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    absorbAll(l)
+    return committable(l) ? commitReady(l) : Effect.void
+  })
+
+const dispatchFiber = (l: Lane, index: number, handle: ToolRuntimeNs.Execution): Effect.Effect<void> =>
+  Effect.interruptible(Effect.suspend(() => l.runtime.dispatch(handle))).pipe(
+    Effect.exit,
+    Effect.flatMap((exit) => settle(l, { index, exit })),
+    Effect.ensuring(l.semaphore.release(1)),
+    Effect.asVoid
+  )
+
+/**
+ * start(i), with a pool permit held: `begin` (a durable start record), prepare, then dispatch
+ * into the pool or fill the slot. `false` (permit returned, nothing done) when the lane had
+ * stopped before i could start. A failure seen at any later point (after the record, after
+ * prepare) starts nothing more: no prepare, no dispatch (SCHED-10).
+ */
+const start = Effect.fnUntraced(function*(l: Lane, index: number) {
+  if (l.stopped()) {
+    yield* l.semaphore.release(1)
+    return false
+  }
+  l.next = index + 1
+  const begun = yield* l.begin(index)
+  if (begun === "failed" || l.failed()) {
+    yield* l.semaphore.release(1)
+    return true
+  }
+  if (begun === "filled") {
+    yield* l.semaphore.release(1)
+    yield* pump(l)
+    return true
+  }
+  const prepared = yield* Effect.suspend(() => l.runtime.prepare(l.input(index))).pipe(
+    Effect.catchAllCause(stagedFailure(l))
+  )
+  const outcome = prepared === undefined ? undefined : readOutcome(prepared)
+  if (prepared !== undefined && outcome === undefined) l.fail({ _tag: "Defect", cause: malformedOutcome("prepare") })
+  if (outcome === undefined || l.failed()) {
+    yield* l.semaphore.release(1)
+    return true
+  }
+  const handle = outcome.handle as ToolRuntimeNs.Execution
+  if (outcome.tag === "Dispatch") {
+    l.inFlight++
+    l.running.add(index)
+    l.handles.set(index, handle)
+    yield* FiberSet.run(l.fibers!, dispatchFiber(l, index, handle))
+  } else {
+    l.ready[index] = { final: outcome.tag === "FinalResult", handle, result: outcome.result as ToolResult.ToolResult }
+    yield* l.semaphore.release(1)
+  }
+  yield* pump(l)
+  return true
+})
+
+/** Takes a pool permit, waiting (and committing) while the pool is full. */
+const acquire = Effect.fnUntraced(function*(l: Lane) {
+  yield* pump(l)
+  if (l.inFlight >= l.maxParallel && l.probe !== undefined) yield* l.probe.onWait([...l.running])
+  yield* l.semaphore.take(1)
+  yield* pump(l)
+})
+
+/** Group barrier: every started entry committed (or, after a failure, nothing left to commit). */
+const awaitCommitted = Effect.fnUntraced(function*(l: Lane) {
+  yield* pump(l)
+  while ((l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.inFlight > 0) {
+    yield* waitSettlement(l)
+    yield* pump(l)
+  }
+})
+
+/**
+ * Drain: await every in-flight dispatch, committing in order unless the lane failed. A defect of
+ * a commit step is recorded and the wait goes on: no dispatch is left behind.
+ */
+const drain = Effect.fnUntraced(function*(l: Lane) {
+  yield* guarded(l, pump(l))
+  while (l.inFlight > 0) {
+    yield* waitSettlement(l)
+    yield* guarded(l, pump(l))
+  }
+})
+
+const classifyAt = (l: Lane, index: number): Effect.Effect<ExecutionMode> =>
+  Effect.suspend(() => l.classify(index)).pipe(Effect.catchAllCause(() => exclusive))
+
+/**
+ * Groups (SCHED-3), rolling pool (SCHED-4), ordered lane (SCHED-5, PTC-9). Every start path
+ * checks `stopped()` (which absorbs pending settlements first) right before the entry starts.
+ * An open lane with nothing to start waits for the next entry, inside the current group.
+ */
+const schedule = Effect.fnUntraced(function*(l: Lane) {
+  main: while (l.next < l.size() || !l.closed()) {
+    yield* awaitCommitted(l)
+    if (l.stopped()) break
+    if (l.next >= l.size()) {
+      yield* waitWork(l)
+      continue
+    }
+    const mode = yield* classifyAt(l, l.next)
+    yield* l.semaphore.take(1)
+    if (!(yield* start(l, l.next))) break
+    if (mode !== "parallel") continue
+    while (l.next < l.size() || !l.closed()) {
+      if (l.next >= l.size()) {
+        yield* waitWork(l)
+        yield* pump(l)
+        if (l.stopped()) break main
+        continue
+      }
+      yield* acquire(l)
+      if (l.stopped()) {
+        yield* l.semaphore.release(1)
+        break main
+      }
+      if ((yield* classifyAt(l, l.next)) !== "parallel") {
+        yield* l.semaphore.release(1)
+        break
+      }
+      if (!(yield* start(l, l.next))) break main
+    }
+  }
+})
+
+/**
+ * The driver of a lane: schedule, drain, then the lane's `finish` (SCHED-9/10, PTC-14/15). Needs
+ * a scope (the dispatch fibers' set). Whatever happens, no dispatch is left behind.
+ *
+ * @internal
+ */
+export const driveLane = Effect.fnUntraced(function*(l: Lane) {
+  const fibers = yield* FiberSet.make<void>()
+  l.fibers = fibers
+  // Runs before the FiberSet's own finalizer: should the driver ever die with dispatches still in
+  // flight, they see the lane's signal abort before they are interrupted and awaited.
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      if (l.inFlight > 0 || l.settled.length > 0) l.controller.abort(l.deathReason())
+    })
+  )
+  yield* guarded(l, schedule(l))
+  yield* drain(l)
+  yield* guarded(l, l.finish())
+})
+
+// ---------------------------------------------------------------------------------------------
+// The batch (spec §16)
+// ---------------------------------------------------------------------------------------------
+
+const emptyResult: BatchResult = Object.freeze({
+  results: Object.freeze([]),
+  contexts: Object.freeze([]),
+  concluded: false,
+  aborted: false
+})
+
+const INTERRUPTED_REASON = "the tool-call batch was interrupted"
+const FAILED_REASON = "the tool-call batch failed"
+
+const synthetic = (): ToolResult.ToolResult => Json.deepFreeze(ToolResult.abortedBeforeDispatch())
+
+/** One model message's calls: a closed lane. */
+class Batch extends Lane {
+  readonly n: number
+  readonly args: Array<unknown>
+  readonly parsed: Array<boolean>
+  readonly results: Array<CommittedResult>
+  readonly contexts: Array<UserMessage> = []
+  concluded = false
+
+  constructor(
+    readonly calls: ReadonlyArray<Call>,
+    readonly batchId: string,
+    readonly agent: AgentId | undefined,
+    maxParallel: number,
+    controller: AbortController,
+    readonly onCommit: ((event: CommitEvent) => unknown) | undefined,
+    readonly tap: ((event: CommitEvent) => Effect.Effect<void>) | undefined,
+    runtime: ToolRuntimeNs.Service,
+    registry: RegistryService,
+    readonly log: ToolCallLog.Service,
+    semaphore: Effect.Semaphore,
+    probe: Probe | undefined
+  ) {
+    super(maxParallel, controller, runtime, registry, semaphore, probe)
+    this.n = calls.length
+    this.args = new Array(this.n)
+    this.parsed = new Array(this.n).fill(false)
+    this.results = new Array(this.n)
+  }
+
+  size(): number {
+    return this.n
+  }
+
+  closed(): boolean {
+    return true
+  }
+
+  /** SCHED-2, with any doubt (a failing or throwing registry) `exclusive`; a malformed call runs nothing. */
+  classify(index: number): Effect.Effect<ExecutionMode> {
+    const call = this.calls[index]
+    if (call.malformed !== undefined) return parallel
+    return this.registry.executionMode({ name: call.name, arguments: this.argumentsOf(index), agent: this.agent })
+  }
+
+  begin(index: number): Effect.Effect<Begun> {
+    return Effect.map(appendOrFail(this, this.log, this.callRecord(index)), (ok): Begun => {
+      if (!ok) return "failed"
+      const malformed = this.calls[index].malformed
+      if (malformed === undefined) return "prepare"
+      if (this.failed()) return "failed"
+      this.ready[index] = { handle: undefined, final: true, result: malformed }
+      return "filled"
+    })
+  }
+
+  record(index: number, result: ToolResult.ToolResult): Effect.Effect<boolean> {
+    return appendOrFail(this, this.log, ToolCallLog.resultRecord(this.batchId, index, this.calls[index].callId, result))
+  }
+
+  committed(index: number, result: ToolResult.ToolResult, synthetic: boolean): Effect.Effect<void> {
+    const callId = this.calls[index].callId
+    this.results[index] = { callId, index, result }
+    const contexts = result.additionalContexts
+    if (contexts !== undefined) for (const context of contexts) this.contexts.push(context)
+    if (!result.isError && result.concludesTurn === true) this.concluded = true
+    return notify(this, { callId, index, result, synthetic })
+  }
+
+  finish(): Effect.Effect<void> {
+    return commitSkipped(this)
+  }
+
+  deathReason(): unknown {
+    return new DOMException(FAILED_REASON, "AbortError")
   }
 
   argumentsOf(index: number): unknown {
@@ -365,70 +755,7 @@ class Batch {
       signal: this.signal
     }
   }
-
-  fail(failure: Failure): void {
-    if (this.failure === undefined) this.failure = failure
-  }
-
-  /** Total: a malformed dispatch outcome is recorded as the runtime's defect, never thrown. */
-  absorb(settlement: Settlement): void {
-    const index = settlement.index
-    this.inFlight--
-    this.running.delete(index)
-    const handle = this.handles.get(index)
-    this.handles.delete(index)
-    const exit = settlement.exit
-    if (Exit.isFailure(exit)) {
-      this.fail({ _tag: "Defect", cause: exit.cause })
-      return
-    }
-    const outcome = readOutcome(exit.value)
-    if (outcome === undefined || outcome.tag === "Dispatch" || handle === undefined) {
-      this.fail({ _tag: "Defect", cause: malformedOutcome("dispatch") })
-      return
-    }
-    this.ready[index] = {
-      final: outcome.tag === "FinalResult",
-      handle,
-      result: outcome.result as ToolResult.ToolResult
-    }
-  }
 }
-
-const absorbAll = (b: Batch): void => {
-  if (b.settled.length === 0) return
-  const settled = b.settled
-  b.settled = []
-  for (const settlement of settled) b.absorb(settlement)
-}
-
-/** Runs a driver step; any defect it dies with is recorded as the batch's failure (SCHED-10). */
-const guarded = (b: Batch, effect: Effect.Effect<void>): Effect.Effect<void> =>
-  Effect.catchAllCause(effect, (cause) => Effect.sync(() => b.fail({ _tag: "Defect", cause })))
-
-/** Called by a dispatch fiber: hand the settlement to the driver and wake it if it waits. */
-const settle = (b: Batch, settlement: Settlement): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    b.settled.push(settlement)
-    const wake = b.wake
-    if (wake === undefined) return Effect.void
-    b.wake = undefined
-    return Deferred.succeed(wake, undefined)
-  })
-
-/** Blocks the driver until at least one dispatch has settled, then absorbs every settlement. */
-const waitSettlement = (b: Batch): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    if (b.settled.length > 0) {
-      absorbAll(b)
-      return Effect.void
-    }
-    const announce = b.probe === undefined ? Effect.void : b.probe.onWait([...b.running])
-    return Effect.flatMap(Deferred.make<void>(), (wake) => {
-      b.wake = wake
-      return announce.pipe(Effect.zipRight(Deferred.await(wake)), Effect.map(() => absorbAll(b)))
-    })
-  })
 
 // ---------------------------------------------------------------------------------------------
 // onCommit: logged and ignored whatever it does (item 7b)
@@ -474,164 +801,15 @@ const notify = (b: Batch, event: CommitEvent): Effect.Effect<void> => {
   return onCommit === undefined ? tap : Effect.zipRight(tap, Effect.suspend(() => callCommit(onCommit, frozen)))
 }
 
-// ---------------------------------------------------------------------------------------------
-// The ordered lane
-// ---------------------------------------------------------------------------------------------
-
-const stagedFailure = (b: Batch) => (cause: Cause.Cause<never>): Effect.Effect<undefined> =>
-  Effect.sync(() => {
-    b.fail({ _tag: "Defect", cause })
-    return undefined
-  })
-
-const appendOrFail = (b: Batch, record: ToolCallLog.LogRecord): Effect.Effect<boolean> =>
-  Effect.suspend(() => b.log.append(record)).pipe(
-    Effect.as(true),
-    Effect.catchAllCause((cause) =>
-      Effect.sync(() => {
-        const failure = Cause.failureOption(cause)
-        if (Option.isSome(failure)) b.fail({ _tag: "Log", error: failure.value })
-        else b.fail({ _tag: "Defect", cause: cause as Cause.Cause<never> })
-        return false
-      })
-    )
-  )
-
-/** commit(i): finalize / finish, durable `tool/result`, contexts, conclusion, commit event. */
-const commit = Effect.fnUntraced(function*(b: Batch, index: number) {
-  const ready = b.ready[index]!
-  b.ready[index] = undefined
-  const handle = ready.handle
-  const result = handle === undefined ? ready.result : yield* Effect.suspend(() =>
-    ready.final ? b.runtime.finish(handle, ready.result) : b.runtime.finalize(handle, ready.result)
-  ).pipe(Effect.catchAllCause(stagedFailure(b)))
-  if (result === undefined) return
-  const call = b.calls[index]
-  if (!(yield* appendOrFail(b, ToolCallLog.resultRecord(b.batchId, index, call.callId, result)))) return
-  b.results[index] = { callId: call.callId, index, result }
-  const contexts = result.additionalContexts
-  if (contexts !== undefined) for (const context of contexts) b.contexts.push(context)
-  if (!result.isError && result.concludesTurn === true) b.concluded = true
-  b.cursor = index + 1
-  yield* notify(b, { callId: call.callId, index, result, synthetic: handle === undefined })
-})
-
-const committable = (b: Batch): boolean =>
-  b.failure === undefined && b.cursor < b.next && b.ready[b.cursor] !== undefined
-
-/** Commits the longest ready prefix (never after a failure). */
-const commitReady = Effect.fnUntraced(function*(b: Batch) {
-  while (committable(b)) yield* commit(b, b.cursor)
-})
-
-/** Absorbs every settlement, then commits the longest ready prefix. */
-const pump = (b: Batch): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    absorbAll(b)
-    return committable(b) ? commitReady(b) : Effect.void
-  })
-
-const dispatchFiber = (b: Batch, index: number, handle: ToolRuntimeNs.Execution): Effect.Effect<void> =>
-  Effect.interruptible(Effect.suspend(() => b.runtime.dispatch(handle))).pipe(
-    Effect.exit,
-    Effect.flatMap((exit) => settle(b, { index, exit })),
-    Effect.ensuring(b.semaphore.release(1)),
-    Effect.asVoid
-  )
-
-/**
- * start(i), with a pool permit held: `tool/call`, prepare, then dispatch into the pool or fill the
- * slot. `false` (permit returned, nothing done) when the batch had stopped before i could start.
- * A failure seen at any later point (after the append, after prepare) starts nothing more: no
- * prepare, no dispatch (SCHED-10).
- */
-const start = Effect.fnUntraced(function*(b: Batch, index: number) {
-  if (b.stopped()) {
-    yield* b.semaphore.release(1)
-    return false
-  }
-  b.next = index + 1
-  if (!(yield* appendOrFail(b, b.callRecord(index))) || b.failed()) {
-    yield* b.semaphore.release(1)
-    return true
-  }
-  const malformed = b.calls[index].malformed
-  if (malformed !== undefined) {
-    b.ready[index] = { handle: undefined, final: true, result: malformed }
-    yield* b.semaphore.release(1)
-    yield* pump(b)
-    return true
-  }
-  const prepared = yield* Effect.suspend(() => b.runtime.prepare(b.input(index))).pipe(
-    Effect.catchAllCause(stagedFailure(b))
-  )
-  const outcome = prepared === undefined ? undefined : readOutcome(prepared)
-  if (prepared !== undefined && outcome === undefined) b.fail({ _tag: "Defect", cause: malformedOutcome("prepare") })
-  if (outcome === undefined || b.failed()) {
-    yield* b.semaphore.release(1)
-    return true
-  }
-  const handle = outcome.handle as ToolRuntimeNs.Execution
-  if (outcome.tag === "Dispatch") {
-    b.inFlight++
-    b.running.add(index)
-    b.handles.set(index, handle)
-    yield* FiberSet.run(b.fibers!, dispatchFiber(b, index, handle))
-  } else {
-    b.ready[index] = { final: outcome.tag === "FinalResult", handle, result: outcome.result as ToolResult.ToolResult }
-    yield* b.semaphore.release(1)
-  }
-  yield* pump(b)
-  return true
-})
-
-/** Takes a pool permit, waiting (and committing) while the pool is full. */
-const acquire = Effect.fnUntraced(function*(b: Batch) {
-  yield* pump(b)
-  if (b.inFlight >= b.maxParallel && b.probe !== undefined) yield* b.probe.onWait([...b.running])
-  yield* b.semaphore.take(1)
-  yield* pump(b)
-})
-
-/** Group barrier: every started call committed (or, after a failure, nothing left to commit). */
-const awaitCommitted = Effect.fnUntraced(function*(b: Batch) {
-  yield* pump(b)
-  while (b.failure === undefined && b.cursor < b.next && b.inFlight > 0) {
-    yield* waitSettlement(b)
-    yield* pump(b)
-  }
-})
-
-/**
- * Drain: await every in-flight dispatch, committing in order unless the batch failed. A defect of
- * a commit step is recorded and the wait goes on: no dispatch is left behind.
- */
-const drain = Effect.fnUntraced(function*(b: Batch) {
-  yield* guarded(b, pump(b))
-  while (b.inFlight > 0) {
-    yield* waitSettlement(b)
-    yield* guarded(b, pump(b))
-  }
-})
-
-/** SCHED-2, with any doubt (a failing or throwing registry) `exclusive`; a malformed call runs nothing. */
-const classify = (b: Batch, index: number): Effect.Effect<ExecutionMode> => {
-  const call = b.calls[index]
-  if (call.malformed !== undefined) return parallel
-  return Effect.suspend(() =>
-    b.registry.executionMode({ name: call.name, arguments: b.argumentsOf(index), agent: b.agent })
-  ).pipe(Effect.catchAllCause(() => exclusive))
-}
-
 /** SCHED-9: a `tool/call` + synthetic ABORTED_BEFORE_DISPATCH `tool/result` per never-started call. */
 const commitSkipped = Effect.fnUntraced(function*(b: Batch) {
   while (b.failure === undefined && b.next < b.n) {
     const index = b.next
     b.next = index + 1
-    if (!(yield* appendOrFail(b, b.callRecord(index)))) return
+    if (!(yield* appendOrFail(b, b.log, b.callRecord(index)))) return
     const call = b.calls[index]
     const result = synthetic()
-    if (!(yield* appendOrFail(b, ToolCallLog.resultRecord(b.batchId, index, call.callId, result)))) return
+    if (!(yield* b.record(index, result))) return
     b.results[index] = { callId: call.callId, index, result }
     b.cursor = index + 1
     yield* notify(b, { callId: call.callId, index, result, synthetic: true })
@@ -663,50 +841,9 @@ const outcome = (b: Batch): Effect.Effect<BatchResult, LogFailure> => {
   })
 }
 
-/**
- * Groups (SCHED-3), rolling pool (SCHED-4), ordered lane (SCHED-5). Every start path checks
- * `stopped()` (which absorbs pending settlements first) right before the call starts.
- */
-const schedule = Effect.fnUntraced(function*(b: Batch) {
-  const n = b.n
-  main: while (b.next < n) {
-    yield* awaitCommitted(b)
-    if (b.stopped()) break
-    const mode = yield* classify(b, b.next)
-    yield* b.semaphore.take(1)
-    if (!(yield* start(b, b.next))) break
-    if (mode !== "parallel") continue
-    while (b.next < n) {
-      yield* acquire(b)
-      if (b.stopped()) {
-        yield* b.semaphore.release(1)
-        break main
-      }
-      if ((yield* classify(b, b.next)) !== "parallel") {
-        yield* b.semaphore.release(1)
-        break
-      }
-      if (!(yield* start(b, b.next))) break main
-    }
-  }
-})
-
-/** The driver: schedule, drain (SCHED-9/10), synthetic results, outcome. */
-const drive = Effect.fnUntraced(function*(b: Batch) {
-  const fibers = yield* FiberSet.make<void>()
-  b.fibers = fibers
-  // Runs before the FiberSet's own finalizer: should the driver ever die with dispatches still in
-  // flight, they see the batch signal abort before they are interrupted and awaited.
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      if (b.inFlight > 0 || b.settled.length > 0) b.controller.abort(new DOMException(FAILED_REASON, "AbortError"))
-    })
-  )
-  yield* guarded(b, schedule(b))
-  yield* drain(b)
-  yield* guarded(b, commitSkipped(b))
-  return yield* outcome(b)
-})
+/** The driver of a batch: the lane, then the batch outcome. */
+const drive = (b: Batch): Effect.Effect<BatchResult, LogFailure, Scope.Scope> =>
+  Effect.zipRight(driveLane(b), Effect.suspend(() => outcome(b)))
 
 const linkSignal = (source: AbortSignal | undefined, controller: AbortController): () => void => {
   if (source === undefined) return () => {}
