@@ -81,7 +81,14 @@ const CREATE: Record<Dialect, ReadonlyArray<string>> = {
   ]
 }
 
-const causeMessage = ApprovalGrants.causeMessage
+const causeMessage = (cause: unknown): string => {
+  try {
+    if (cause instanceof Error) return String(cause.message)
+    return String(cause)
+  } catch {
+    return "unknown error"
+  }
+}
 
 const sqlMessage = (error: SqlError): string =>
   error.cause === undefined ? causeMessage(error.message) : causeMessage(error.cause)

@@ -146,8 +146,7 @@ export const maxLineage = 10_000
 // reading hostile input
 // ---------------------------------------------------------------------------------------------
 
-/** @internal */
-export const causeMessage = (cause: unknown): string => {
+const causeMessage = (cause: unknown): string => {
   try {
     if (cause instanceof Error) return String(cause.message)
     return typeof cause === "string" ? cause : typeName(cause)
@@ -269,13 +268,8 @@ const readRecord = (
   return Either.right(value as Readonly<Record<string, unknown>>)
 }
 
-/**
- * Reads a {@link GrantInput} of unknown shape once, field by field, into checked values (`ttl`
- * in whole milliseconds).
- *
- * @internal
- */
-export const readGrantInput = (input: unknown): Either.Either<ReadInput, ApprovalGrantsError> =>
+/** Reads a grant input of unknown shape once, field by field (`ttl` in whole milliseconds). */
+const readGrantInput = (input: unknown): Either.Either<ReadInput, ApprovalGrantsError> =>
   Either.flatMap(readRecord(input, "approval grant input"), (record) => {
     let fields: { toolName: unknown; agent: unknown; argumentsDigest: unknown; ttl: unknown }
     try {
@@ -321,12 +315,8 @@ const readLineage = (lineage: unknown): Either.Either<ReadonlyArray<string>, App
   return Either.right(agents)
 }
 
-/**
- * Reads a {@link Query} of unknown shape once, field by field, into a detached frozen copy.
- *
- * @internal
- */
-export const readQuery = (query: unknown): Either.Either<Query, ApprovalGrantsError> =>
+/** Reads a query of unknown shape once, field by field, into a detached frozen copy. */
+const readQuery = (query: unknown): Either.Either<Query, ApprovalGrantsError> =>
   Either.flatMap(readRecord(query, "approval grant query"), (record) => {
     let fields: { toolName: unknown; lineage: unknown; argumentsDigest: unknown }
     try {
@@ -486,28 +476,29 @@ export const make = (store: Store): Service => {
  * @category constructors
  */
 export const makeMemoryStore: Effect.Effect<Store> = Effect.sync(() => {
-  let grants: ReadonlyArray<Grant> = []
+  const grants: Array<Grant> = []
   let counter = 0
+  const prune = (now: number) => {
+    let kept = 0
+    for (const grant of grants) if (isLive(grant, now)) grants[kept++] = grant
+    grants.length = kept
+  }
   return {
     nextId: Effect.sync(() => `grant-${++counter}`),
     insert: (grant) =>
       Effect.sync(() => {
-        grants = [...grants, grant]
+        grants.push(grant)
       }),
     candidates: (query) => Effect.sync(() => grants.filter((g) => g.toolName === query.toolName)),
-    all: Effect.sync(() => grants),
+    all: Effect.sync(() => grants.slice()),
     remove: (id, now) =>
       Effect.sync(() => {
         const index = grants.findIndex((g) => g.id === id)
         if (index < 0) return false
-        const live = isLive(grants[index]!, now)
-        grants = grants.filter((_, i) => i !== index)
-        return live
+        const [removed] = grants.splice(index, 1)
+        return isLive(removed!, now)
       }),
-    prune: (now) =>
-      Effect.sync(() => {
-        if (grants.some((g) => !isLive(g, now))) grants = grants.filter((g) => isLive(g, now))
-      })
+    prune: (now) => Effect.sync(() => prune(now))
   }
 })
 
