@@ -67,7 +67,9 @@ export const run = async (): Promise<void> => {
       console.log(
         `${language.padEnd(10)} | ${String(size).padStart(5)} | ${formatTime(total).padStart(10)} | ${
           formatTime(perTool).padStart(8)
-        } | ${`x${(perTool / perTool10).toFixed(2)}`.padStart(20)} | ${(textSize(language, size) / 1024).toFixed(0)} KiB`
+        } | ${`x${(perTool / perTool10).toFixed(2)}`.padStart(20)} | ${
+          (textSize(language, size) / 1024).toFixed(0)
+        } KiB`
       )
     }
   }

@@ -90,7 +90,8 @@ const renderNode = (
       return
     case "Object": {
       const properties = shape.properties
-      if ((properties.length === 0 && shape.open) || !properties.every((property) => isPythonFieldName(property.name))) {
+      const fieldNames = properties.every((property) => isPythonFieldName(property.name))
+      if ((properties.length === 0 && shape.open) || !fieldNames) {
         symbols.any = true
         out.push(DICT)
         return

@@ -25,7 +25,12 @@ type Task =
   | { readonly _tag: "Node"; readonly node: JsonValue; readonly indent: string }
   | { readonly _tag: "Union"; readonly count: number }
   | { readonly _tag: "Array" }
-  | { readonly _tag: "Object"; readonly indent: string; readonly members: ReadonlyArray<Member>; readonly open: boolean }
+  | {
+    readonly _tag: "Object"
+    readonly indent: string
+    readonly members: ReadonlyArray<Member>
+    readonly open: boolean
+  }
 
 const JSON_VALUE = "JsonValue"
 const OPEN_RECORD = "Record<string, JsonValue>"
@@ -167,7 +172,8 @@ export const declarations = (tools: unknown): string => {
     block("interface ToolArgsMap", args),
     block("interface ToolOutputMap", outputs),
     "type ToolName = keyof ToolOutputMap",
-    "declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n  readonly toolName: ToolName;\n}",
+    "declare class ToolCallError extends Error {\n  readonly name: \"ToolCallError\";\n" +
+    "  readonly toolName: ToolName;\n}",
     "declare const tools: {\n  [K in ToolName]: (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;\n}"
   ].join("\n\n")
 }
