@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -12,6 +13,8 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
+import * as CodeMode from "../src/CodeMode.js"
+import * as CodeRuntime from "../src/CodeRuntime.js"
 import type { AgentId } from "../src/Execution.js"
 import * as Json from "../src/Json.js"
 import type { JsonSchema } from "../src/JsonSchema.js"
@@ -48,6 +51,7 @@ import type {
 import * as checks from "./internal/registryChecks.js"
 import * as state_ from "./internal/registryState.js"
 import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registryState.js"
+import * as codeMode from "../src/internal/codeMode.js"
 import { withCaptured } from "../src/internal/context.js"
 
 /**
@@ -115,6 +119,12 @@ const projectSchema = (name: string, definition: Tool.Any): ToolSchema => {
     parameters: snapshot.value as JsonSchema
   }
   return definition.deferLoading === true ? { ...schema, deferLoading: true } : schema
+}
+
+/** MODE-7: Code Mode's transport, in the mounted runtime's language (a defect for an unknown one). */
+const projectTransport = (runtime: CodeRuntime.Service | undefined): ToolSchema => {
+  const flavor = codeMode.flavorFor(runtime)
+  return { name: RUN_CODE_NAME, description: flavor.description, parameters: codeMode.parametersFor(flavor) }
 }
 
 /**
@@ -404,11 +414,22 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       get: (name, agent) =>
         Effect.sync(() => Option.fromNullable(state_.viewData(state, agent).view.get(name)?.definition)),
       schemas: (agent) =>
-        Effect.sync(() => {
+        Effect.suspend(() => {
           const { names, view } = state_.viewData(state, agent)
-          const out: Array<ToolSchema> = new Array(names.length)
-          for (let i = 0; i < names.length; i++) out[i] = projectSchema(names[i], view.tools[i].definition)
-          return out
+          const project = (runtime: Option.Option<CodeRuntime.Service>): Array<ToolSchema> => {
+            const out: Array<ToolSchema> = new Array(names.length)
+            for (let i = 0; i < names.length; i++) {
+              const definition = view.tools[i].definition
+              out[i] = codeMode.isTransport(definition)
+                ? projectTransport(Option.getOrUndefined(runtime))
+                : projectSchema(names[i], definition)
+            }
+            return out
+          }
+          const last = view.tools[view.tools.length - 1]
+          return last !== undefined && codeMode.isTransport(last.definition)
+            ? Effect.map(Effect.serviceOption(CodeRuntime.CodeRuntime), project)
+            : Effect.sync(() => project(Option.none()))
         }),
       executionMode: (input) =>
         Effect.suspend(() => classify(unsafeView, input) === "parallel" ? parallel : exclusive),
@@ -432,6 +453,54 @@ export const layer: Layer.Layer<ToolRegistry> = Layer.effect(ToolRegistry, make(
  * @category layers
  */
 export const layerWith = (options: MakeOptions): Layer.Layer<ToolRegistry> => Layer.effect(ToolRegistry, make(options))
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CodeModeOptions extends CodeMode.TransportOptions {
+  /** The deployment presentation mode; default `code`. Agents may present otherwise (`presentAs`). */
+  readonly mode?: PresentationMode | undefined
+}
+
+/**
+ * An empty registry holding Code Mode's `run_code` transport (`CodeMode.makeTransport`), with
+ * deployment mode `code` unless `mode` says otherwise. Every view whose mode is not `native` gets
+ * `run_code`; the program runs in the `CodeRuntime` mounted where `run_code` is called.
+ *
+ * An invalid option is a defect when the layer is built: a `CodeModeError`
+ * (`maxParallelSubCalls must be a positive integer`), or an `IllegalArgumentException` for a
+ * `mode` that is not `native`, `code` or `both`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerCodeMode = (options?: CodeModeOptions): Layer.Layer<ToolRegistry> =>
+  Layer.effect(
+    ToolRegistry,
+    Effect.suspend(() => {
+      let mode: unknown, maxParallelSubCalls: unknown
+      try {
+        mode = options?.mode
+        maxParallelSubCalls = options?.maxParallelSubCalls
+      } catch (error) {
+        return Effect.die(
+          new Cause.IllegalArgumentException(
+            `InMemoryToolRegistry.layerCodeMode could not read its options: ${checks.describeError(error)}`
+          )
+        )
+      }
+      if (mode !== undefined && !checks.isPresentationMode(mode)) {
+        return Effect.die(
+          new Cause.IllegalArgumentException(
+            "InMemoryToolRegistry.layerCodeMode option \"mode\" must be \"native\", \"code\" or \"both\""
+          )
+        )
+      }
+      const transport = CodeMode.makeTransport({ maxParallelSubCalls: maxParallelSubCalls as number | undefined })
+      return make({ mode: mode ?? "code", transport })
+    })
+  )
 
 /**
  * A registry with `tools` registered globally for the lifetime of the layer (a tool pack).

@@ -98,6 +98,11 @@ export interface RegistryView {
   readonly mode: PresentationMode
   /** Visible tools in view order (SCOPE-2/3), `run_code` last when the mode is not native. */
   readonly tools: ReadonlyArray<RegisteredTool>
+  /**
+   * MODE-2: every name the agent knows — the inherited names before restrictions (global, then
+   * ancestors), then its own — without `run_code`.
+   */
+  readonly knownNames: ReadonlyArray<string>
   /** REG-8: the visible definition, presentation-agnostic. O(1). */
   readonly get: (name: string) => RegisteredTool | undefined
   /**

@@ -180,8 +180,10 @@ export const buildView = (state: State, agent: AgentId | undefined): ViewData =>
   const guards: Array<Guard> = state.global.guards.map((entry) => entry.guard)
   let scope: ReadonlySet<AgentId> | undefined
   let lineage: ReadonlyArray<AgentId> = Object.freeze([])
+  let known: Array<string>
   if (agent === undefined) {
     visible = copyTools(state.global.tools)
+    known = Array.from(visible.keys())
   } else {
     const chain = chainOf(state.agents, agent)
     scope = new Set(chain)
@@ -198,6 +200,8 @@ export const buildView = (state: State, agent: AgentId | undefined): ViewData =>
       if (layer !== own) for (const [name, tool] of layer.tools) inherited.set(name, tool)
       for (const filter of layer.filters) filters.push(filter)
     }
+    known = Array.from(inherited.keys())
+    if (own !== undefined) for (const name of own.tools.keys()) if (!inherited.has(name)) known.push(name)
     if (filters.length === 0) {
       visible = inherited
     } else {
@@ -243,6 +247,7 @@ export const buildView = (state: State, agent: AgentId | undefined): ViewData =>
     lineage,
     mode,
     tools,
+    knownNames: Object.freeze(known),
     get,
     resolve,
     guards: Object.freeze(guards),

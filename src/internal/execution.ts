@@ -247,11 +247,13 @@ class BodyContext implements RunContext {
   declare readonly parent?: symbol
   declare readonly arguments: JsonValue | undefined
   readonly #cancellation: BodyCancellation
+  readonly #state: State
   readonly deferContext: (message: UserMessageInput) => void
   readonly concludeTurn: () => void
   constructor(state: State, cancellation: BodyCancellation) {
     assignIdentity(this, state.execution)
     this.#cancellation = cancellation
+    this.#state = state
     this.deferContext = (message) => {
       const checked = Content.checkUserMessage(message, state.runtime.ids.next)
       if (checked._tag === "Invalid") throw new InvalidContextError({ reason: checked.reason })
@@ -265,7 +267,18 @@ class BodyContext implements RunContext {
   get signal(): AbortSignal {
     return this.#cancellation.signal()
   }
+  /** The state behind a body's run context; `undefined` for anything else (a copy, a Proxy). */
+  static stateOf(ctx: unknown): State | undefined {
+    return typeof ctx === "object" && ctx !== null && #state in ctx ? (ctx as BodyContext).#state : undefined
+  }
 }
+
+/**
+ * The execution whose body received `ctx`, when `ctx` is a run context this library made.
+ *
+ * @internal
+ */
+export const stateOfRunContext = (ctx: unknown): State | undefined => BodyContext.stateOf(ctx)
 
 /** @internal */
 export const makeRunContext = (state: State, cancellation: BodyCancellation): RunContext =>

@@ -20,7 +20,7 @@ import * as Registry from "../ToolRegistry.js"
 import type { ErrorDetail } from "../ToolError.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { dispatchIn } from "./dispatch.js"
-import { create, type Result, type Runtime, State, succeedNow } from "./execution.js"
+import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
 import { finalizeIn, finishIn } from "./finish.js"
 import { gate } from "./gate.js"
 import { makeMarks } from "./output.js"
@@ -125,6 +125,28 @@ export const unguardedStaged = new WeakMap<ToolRuntime.Service, ToolRuntime.Serv
  */
 export const stagedOf = (service: ToolRuntime.Service): ToolRuntime.Service => unguardedStaged.get(service) ?? service
 
+const stagedByRuntime = new WeakMap<Runtime, ToolRuntime.Service>()
+
+/**
+ * What a body needs to run nested executions under the runtime that runs it (the Code Mode
+ * bridge): the runtime's envelope-free staged steps and its registry. `undefined` when `ctx` is
+ * not a run context of this library's runtime.
+ *
+ * @internal
+ */
+export interface Nested {
+  readonly staged: ToolRuntime.Service
+  readonly registry: Registry.Service
+}
+
+/** @internal */
+export const nestedOf = (ctx: unknown): Nested | undefined => {
+  const state = stateOfRunContext(ctx)
+  if (state === undefined) return undefined
+  const staged = stagedByRuntime.get(state.runtime)
+  return staged === undefined ? undefined : { staged, registry: state.runtime.registry }
+}
+
 /**
  * `execute` with an abort handle, for the Promise facade: `control` receives a function that
  * aborts the call as if its caller's signal aborted with `reason` (the call still resolves with
@@ -168,13 +190,15 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
   }
   const direct = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
     Effect.uninterruptible(Effect.flatMap(stateOf(runtime, handle), stage))
-  unguardedStaged.set(service, {
+  const unguarded: ToolRuntime.Service = {
     ...service,
     prepare: (input) => Effect.uninterruptible(Effect.suspend(() => prepareIn(runtime, input, new PendingCaller()))),
     dispatch: (handle) => direct(handle, dispatchIn),
     finalize: (handle, result) => direct(handle, (state) => finalizeIn(state, result)),
     finish: (handle, result) => direct(handle, (state) => finishIn(state, result))
-  })
+  }
+  unguardedStaged.set(service, unguarded)
+  stagedByRuntime.set(runtime, unguarded)
   controlledExecute.set(service, (input, control) =>
     Effect.suspend(() => {
       const pending = new PendingCaller()
