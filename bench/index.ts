@@ -3,6 +3,7 @@
  * `npm run bench -- runtime scheduler`. Figures and ratios are measured in the same run; none
  * of this is asserted in the test suite.
  */
+import * as codeSdk from "./codeSdk.js"
 import * as json from "./json.js"
 import * as log from "./log.js"
 import * as registry from "./registry.js"
@@ -16,7 +17,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["registry", registry.run],
   ["runtime", runtime.run],
   ["scheduler", scheduler.run],
-  ["log", log.run]
+  ["log", log.run],
+  ["codeSdk", codeSdk.run]
 ]
 
 const wanted = process.argv.slice(2)

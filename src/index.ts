@@ -7,6 +7,12 @@
 /** @since 0.1.0 */
 export * as Approval from "./Approval.js"
 /** @since 0.1.0 */
+export * as ApprovalGrants from "./ApprovalGrants.js"
+/** @since 0.1.0 */
+export * as CodeRuntime from "./CodeRuntime.js"
+/** @since 0.1.0 */
+export * as CodeSdk from "./CodeSdk.js"
+/** @since 0.1.0 */
 export * as Content from "./Content.js"
 /** @since 0.1.0 */
 export * as Dsl from "./Dsl.js"
