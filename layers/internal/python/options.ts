@@ -1,0 +1,177 @@
+/** @internal */
+import type { Limits } from "../../../src/CodeRuntime.js"
+import { defaultLimits } from "../../../src/CodeRuntime.js"
+import type { Environment, IsolationLevel, Options } from "../../CodeRuntimePython.js"
+
+/** @internal */
+export interface ReadProbeOptions {
+  readonly executable: string
+  readonly unshare: string
+  readonly bwrap: string
+}
+
+/** @internal */
+export interface PythonLimits {
+  readonly openFiles: number
+  readonly fileBytes: number
+  readonly messageBytes: number
+}
+
+/** @internal */
+export interface ReadOptions {
+  readonly probe: ReadProbeOptions
+  readonly isolation: "best" | IsolationLevel
+  readonly limits: Limits
+  readonly python: PythonLimits
+  readonly environment: Environment | undefined
+}
+
+const LIMIT_KEYS: ReadonlyArray<keyof Limits> = [
+  "cpuMs",
+  "wallMs",
+  "memoryBytes",
+  "stackBytes",
+  "sourceBytes",
+  "resultBytes",
+  "consoleBytes",
+  "maxToolCalls",
+  "maxInFlight"
+]
+
+const LEVELS: ReadonlyArray<string> = ["best", "process", "unshare", "bwrap"]
+
+const isCount = (value: unknown, least: number): value is number =>
+  typeof value === "number" && Number.isSafeInteger(value) && value >= least
+
+const command = (value: unknown, name: string, fallback: string): string | { readonly problem: string } => {
+  if (value === undefined) return fallback
+  if (typeof value !== "string" || value.length === 0 || value.includes("\0")) {
+    return { problem: `${name} must be a non-empty command name or path` }
+  }
+  return value
+}
+
+type Fields = Record<string, unknown>
+
+const readFields = (value: unknown, keys: ReadonlyArray<string>, what: string): Fields | string => {
+  if (value === undefined) return {}
+  if (typeof value !== "object" || value === null) return `${what} must be an object`
+  const out: Fields = {}
+  try {
+    for (const key of keys) out[key] = (value as Fields)[key]
+  } catch {
+    return `${what} could not be read`
+  }
+  return out
+}
+
+/** @internal */
+export const readProbeOptions = (options: unknown): ReadProbeOptions | string => {
+  const fields = readFields(options, ["executable", "unshare", "bwrap"], "the options")
+  if (typeof fields === "string") return fields
+  return probeFrom(fields)
+}
+
+const probeFrom = (fields: Fields): ReadProbeOptions | string => {
+  const executable = command(fields.executable, "executable", "python3")
+  if (typeof executable !== "string") return executable.problem
+  const unshare = command(fields.unshare, "unshare", "unshare")
+  if (typeof unshare !== "string") return unshare.problem
+  const bwrap = command(fields.bwrap, "bwrap", "bwrap")
+  if (typeof bwrap !== "string") return bwrap.problem
+  return { executable, unshare, bwrap }
+}
+
+const readEnvironment = (value: unknown): Environment | undefined | string => {
+  if (value === undefined) return undefined
+  const fields = readFields(
+    value,
+    ["executable", "version", "interpreterPaths", "levels", "unshare", "bwrap", "unavailable"],
+    "environment"
+  )
+  if (typeof fields === "string") return fields
+  const strings = (list: unknown): ReadonlyArray<string> | undefined => {
+    if (!Array.isArray(list)) return undefined
+    const copy = Array.from(list as ReadonlyArray<unknown>)
+    return copy.every((item) => typeof item === "string") ? copy as ReadonlyArray<string> : undefined
+  }
+  try {
+    const paths = strings(fields.interpreterPaths)
+    const levels = strings(fields.levels)
+    const optional = (item: unknown) => item === undefined || typeof item === "string"
+    if (
+      typeof fields.executable !== "string" || typeof fields.version !== "string" || paths === undefined ||
+      levels === undefined || !levels.every((level) => level !== "best" && LEVELS.includes(level)) ||
+      !optional(fields.unshare) || !optional(fields.bwrap)
+    ) return "environment must be a result of CodeRuntimePython.probe"
+    const reasons = readFields(fields.unavailable, ["process", "unshare", "bwrap"], "environment.unavailable")
+    const unavailable: { -readonly [L in IsolationLevel]?: string } = {}
+    if (typeof reasons !== "string") {
+      for (const level of ["process", "unshare", "bwrap"] as const) {
+        const reason = reasons[level]
+        if (typeof reason === "string") unavailable[level] = reason
+      }
+    }
+    const found: Environment = {
+      executable: fields.executable,
+      version: fields.version,
+      interpreterPaths: Object.freeze(paths.slice()),
+      levels: Object.freeze(levels.slice() as Array<IsolationLevel>),
+      unshare: fields.unshare as string | undefined,
+      bwrap: fields.bwrap as string | undefined,
+      unavailable: Object.freeze(unavailable)
+    }
+    return Object.freeze(found)
+  } catch {
+    return "environment could not be read"
+  }
+}
+
+/** @internal */
+export const readOptions = (options: Options | undefined): ReadOptions | string => {
+  const fields = readFields(
+    options,
+    [
+      "executable",
+      "unshare",
+      "bwrap",
+      "isolation",
+      "limits",
+      "maxOpenFiles",
+      "maxFileBytes",
+      "maxMessageBytes",
+      "environment"
+    ],
+    "the options"
+  )
+  if (typeof fields === "string") return fields
+  const probe = probeFrom(fields)
+  if (typeof probe === "string") return probe
+  const isolation = fields.isolation ?? "best"
+  if (typeof isolation !== "string" || !LEVELS.includes(isolation)) {
+    return "isolation must be one of \"best\", \"process\", \"unshare\", \"bwrap\""
+  }
+  const given = readFields(fields.limits, LIMIT_KEYS, "limits")
+  if (typeof given === "string") return given
+  const limits: Record<string, number> = {}
+  for (const key of LIMIT_KEYS) {
+    const value = given[key] ?? defaultLimits[key]
+    if (!isCount(value, 1)) return `limits.${key} must be a positive integer`
+    limits[key] = value
+  }
+  const openFiles = fields.maxOpenFiles ?? 32
+  if (!isCount(openFiles, 1)) return "maxOpenFiles must be a positive integer"
+  const fileBytes = fields.maxFileBytes ?? 0
+  if (!isCount(fileBytes, 0)) return "maxFileBytes must be a non-negative integer"
+  const messageBytes = fields.maxMessageBytes ?? 64 * 1024 * 1024
+  if (!isCount(messageBytes, 1)) return "maxMessageBytes must be a positive integer"
+  const environment = readEnvironment(fields.environment)
+  if (typeof environment === "string") return environment
+  return {
+    probe,
+    isolation: isolation as "best" | IsolationLevel,
+    limits: Object.freeze(limits as unknown as Limits),
+    python: { openFiles, fileBytes, messageBytes },
+    environment
+  }
+}
