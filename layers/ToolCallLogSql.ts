@@ -11,10 +11,12 @@
  * )
  * ```
  *
- * The only dialect-specific statement is that `CREATE TABLE` (an auto-numbered key has no
- * portable spelling); appends and reads are the same statements everywhere. The migrator keeps
- * its own bookkeeping table, `tool_call_log_migrations`, so it never meets the application's
- * migrations. Opening checks the layout of an existing table; a stored row that cannot be read
+ * The only dialect-specific statements are that `CREATE TABLE` (an auto-numbered key has no
+ * portable spelling) and the `CREATE INDEX tool_call_log_tag_seq ON tool_call_log (tag, seq)` of
+ * the second migration (which the approval audit query reads through); appends and reads are
+ * the same statements everywhere. The migrator keeps its own bookkeeping table,
+ * `tool_call_log_migrations`, so it never meets the application's migrations; a database
+ * created by an earlier version gets the index the next time it opens. Opening checks the layout of an existing table; a stored row that cannot be read
  * is reported by `contents` (with its `seq`) and skipped by `records`. Every failure is a
  * `ToolCallLogError`.
  *
@@ -75,6 +77,17 @@ const CREATE: Record<Dialect, string> = {
   tag NVARCHAR(64) NOT NULL,
   payload NVARCHAR(MAX) NOT NULL
 )`
+}
+
+/** The index of migration 2: the approval audit query reads rows by tag, in seq order. */
+export const tagIndex = "tool_call_log_tag_seq"
+
+const CREATE_TAG_INDEX: Record<Dialect, string> = {
+  sqlite: `CREATE INDEX IF NOT EXISTS ${tagIndex} ON ${table} (tag, seq)`,
+  pg: `CREATE INDEX IF NOT EXISTS ${tagIndex} ON ${table} (tag, seq)`,
+  mysql: `CREATE INDEX ${tagIndex} ON ${table} (tag, seq)`,
+  mssql: `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE name = N'${tagIndex}' AND object_id = OBJECT_ID(N'${table}')) ` +
+    `CREATE INDEX ${tagIndex} ON ${table} (tag, seq)`
 }
 
 /** Column types the layout check expects, per dialect (compared case-insensitively). */
@@ -331,7 +344,8 @@ const migrate = (sql: SqlClient.SqlClient, dialect: Dialect): Effect.Effect<void
   Migrator.make({})({
     table: migrationsTable,
     loader: Effect.succeed<ReadonlyArray<Migrator.ResolvedMigration>>([
-      [1, "create_tool_call_log", Effect.succeed(sql.unsafe(CREATE[dialect]))]
+      [1, "create_tool_call_log", Effect.succeed(sql.unsafe(CREATE[dialect]))],
+      [2, "index_tool_call_log_tag", Effect.succeed(sql.unsafe(CREATE_TAG_INDEX[dialect]))]
     ])
   }).pipe(
     Effect.provideService(SqlClient.SqlClient, sql),
@@ -445,22 +459,32 @@ export const make: Effect.Effect<Service, ToolCallLog.ToolCallLogError, SqlClien
           )
       )
 
-    const contents: Effect.Effect<LogContents, ToolCallLog.ToolCallLogError> = sql<Row>`SELECT seq AS seq, tag AS tag, payload AS payload FROM ${
-      sql(table)
-    } ORDER BY seq`.withoutTransform.pipe(
-      Effect.mapError(readError),
-      Effect.flatMap((rows) =>
-        Effect.forEach(rows, (row) =>
-          decodeRow(row).pipe(
-            Effect.catchAllDefect((defect) =>
-              corrupt(row, `stored tool call log record could not be decoded: ${causeMessage(defect)}`)
-            )
-          ))
-      ),
-      Effect.map(split)
+    const decodeRows = (
+      rows: Effect.Effect<ReadonlyArray<Row>, SqlError>
+    ): Effect.Effect<LogContents, ToolCallLog.ToolCallLogError> =>
+      rows.pipe(
+        Effect.mapError(readError),
+        Effect.flatMap((read) =>
+          Effect.forEach(read, (row) =>
+            decodeRow(row).pipe(
+              Effect.catchAllDefect((defect) =>
+                corrupt(row, `stored tool call log record could not be decoded: ${causeMessage(defect)}`)
+              )
+            ))
+        ),
+        Effect.map(split)
+      )
+
+    const contents = decodeRows(
+      sql<Row>`SELECT seq AS seq, tag AS tag, payload AS payload FROM ${sql(table)} ORDER BY seq`.withoutTransform
+    )
+    const approvalContents = decodeRows(
+      sql<Row>`SELECT seq AS seq, tag AS tag, payload AS payload FROM ${sql(table)} WHERE tag IN ${
+        sql.in(ToolCallLog.approvalTags)
+      } ORDER BY seq`.withoutTransform
     )
 
-    return ToolCallLog.make({ append, contents })
+    return ToolCallLog.make({ append, contents, approvalContents })
   }
 )
 

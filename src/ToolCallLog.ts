@@ -1,8 +1,9 @@
 /**
  * The durable tool-call log (SCHED-7, PTC-13, DECISIONS D-16/D-18): `tool/call` and
- * `tool/result` records (and Code Mode's dispatch records), appended in model order.
+ * `tool/result` records (and Code Mode's dispatch records), appended in model order, and the
+ * approval service's audit records (`approval/asked`, `approval/decided`, `approval/late`).
  * Records are described by Schemas, so every backend stores and reads them the same way.
- * Canonical values are never persisted.
+ * Canonical values and argument values are never persisted.
  *
  * @since 0.1.0
  */
@@ -125,6 +126,112 @@ export const CodeDispatchRecord = Schema.TaggedStruct("tool/code-dispatch", {
 export interface CodeDispatchRecord extends Schema.Schema.Type<typeof CodeDispatchRecord> {}
 
 /**
+ * Who decided an approval: an `answerer`, the `policy` (the `never` policy, or no answerer
+ * answered), a remembered grant (`grant:<id>`), the call's `abort`, or an answerer's `error`
+ * (it failed, died or answered something outside the vocabulary).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalDecider = Schema.Union(
+  Schema.Literal("answerer", "policy", "abort", "error"),
+  Schema.TemplateLiteral(Schema.Literal("grant:"), Schema.String).pipe(Schema.minLength(7))
+).annotations({ identifier: "ApprovalDecider" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalDecider = Schema.Schema.Type<typeof ApprovalDecider>
+
+const Outcome = Schema.Literal("allowed-once", "rejected", "cancelled", "unavailable")
+
+/**
+ * `approval/asked`: the approval service received a request. `id` pairs it with its one
+ * `approval/decided`. Only the digest of the arguments is kept (D-18), never their values.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalAskedRecord = Schema.TaggedStruct("approval/asked", {
+  id: Schema.String,
+  toolName: Schema.String,
+  callId: Schema.String,
+  agent: Schema.String,
+  reason: Schema.optionalWith(Schema.String, { exact: true }),
+  argumentsDigest: Schema.String
+}).annotations({ identifier: "ApprovalAskedRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApprovalAskedRecord extends Schema.Schema.Type<typeof ApprovalAskedRecord> {}
+
+/**
+ * `approval/decided`: the one decision of the request `id` and who made it. `remembered` is the
+ * id of the grant an "always allow" answer stored.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalDecidedRecord = Schema.TaggedStruct("approval/decided", {
+  id: Schema.String,
+  outcome: Outcome,
+  by: ApprovalDecider,
+  remembered: Schema.optionalWith(Schema.String, { exact: true })
+}).annotations({ identifier: "ApprovalDecidedRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApprovalDecidedRecord extends Schema.Schema.Type<typeof ApprovalDecidedRecord> {}
+
+/**
+ * `approval/late`: an answer (or an answerer's failure, `by: "error"`) that arrived after the
+ * request `id` was already decided `cancelled` by its call's abort. It was discarded: it decided
+ * nothing and stored no grant.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalLateRecord = Schema.TaggedStruct("approval/late", {
+  id: Schema.String,
+  outcome: Outcome,
+  by: Schema.Literal("answerer", "error")
+}).annotations({ identifier: "ApprovalLateRecord" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApprovalLateRecord extends Schema.Schema.Type<typeof ApprovalLateRecord> {}
+
+/**
+ * The approval audit records.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalRecord = ApprovalAskedRecord | ApprovalDecidedRecord | ApprovalLateRecord
+
+/**
+ * The `_tag`s of the approval audit records.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const approvalTags: ReadonlyArray<ApprovalRecord["_tag"]> = ["approval/asked", "approval/decided", "approval/late"]
+
+/**
+ * @since 0.1.0
+ * @category guards
+ */
+export const isApprovalRecord = (record: LogRecord): record is ApprovalRecord =>
+  record._tag === "approval/asked" || record._tag === "approval/decided" || record._tag === "approval/late"
+
+/**
  * Any durable record, discriminated by `_tag`. Decoding drops undeclared top-level keys (so a
  * stray `value` is never stored) and keeps undeclared keys of content blocks and `error` as own
  * data properties (a key named `__proto__` included, JSON-5).
@@ -136,14 +243,22 @@ export const LogRecord: Schema.Schema<LogRecord> = Schema.Union(
   ToolCallRecord,
   ToolResultRecord,
   CodeDispatchStartRecord,
-  CodeDispatchRecord
+  CodeDispatchRecord,
+  ApprovalAskedRecord,
+  ApprovalDecidedRecord,
+  ApprovalLateRecord
 )
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type LogRecord = ToolCallRecord | ToolResultRecord | CodeDispatchStartRecord | CodeDispatchRecord
+export type LogRecord =
+  | ToolCallRecord
+  | ToolResultRecord
+  | CodeDispatchStartRecord
+  | CodeDispatchRecord
+  | ApprovalRecord
 
 /**
  * Why a log backend refused to open, when it is a configuration problem rather than a storage
@@ -229,6 +344,12 @@ export interface Service {
    * always have it; use {@link readContents} to read any service (it falls back to `records`).
    */
   readonly contents?: Effect.Effect<LogContents, ToolCallLogError> | undefined
+  /**
+   * Only the approval audit records, in append order (corrupt entries among them skipped and
+   * logged, as `records` does). Backends that can read them without reading the rest (the SQL
+   * log, through its index on `tag`) have it; {@link approvals} falls back to `records`.
+   */
+  readonly approvalRecords?: Effect.Effect<ReadonlyArray<ApprovalRecord>, ToolCallLogError> | undefined
 }
 
 /**
@@ -252,15 +373,22 @@ const warnCorrupt = (entry: CorruptRecord): Effect.Effect<void> =>
 export const make = (implementation: {
   readonly append: (record: LogRecord) => Effect.Effect<void, ToolCallLogError>
   readonly contents: Effect.Effect<LogContents, ToolCallLogError>
+  /** The approval audit records only (and the corrupt entries among them), when cheaper than `contents`. */
+  readonly approvalContents?: Effect.Effect<LogContents, ToolCallLogError> | undefined
 }): Service => {
   const contents = implementation.contents
+  const readable = (read: LogContents) =>
+    read.corrupt.length === 0
+      ? Effect.succeed(read.records)
+      : Effect.as(Effect.forEach(read.corrupt, warnCorrupt, { discard: true }), read.records)
+  const service: Service = { append: implementation.append, contents, records: Effect.flatMap(contents, readable) }
+  const approvalContents = implementation.approvalContents
+  if (approvalContents === undefined) return service
   return {
-    append: implementation.append,
-    contents,
-    records: Effect.flatMap(contents, (read) =>
-      read.corrupt.length === 0
-        ? Effect.succeed(read.records)
-        : Effect.as(Effect.forEach(read.corrupt, warnCorrupt, { discard: true }), read.records))
+    ...service,
+    approvalRecords: Effect.flatMap(approvalContents, readable).pipe(
+      Effect.map((records) => records.filter(isApprovalRecord))
+    )
   }
 }
 
@@ -283,6 +411,66 @@ export const readContents = (service: Service): Effect.Effect<LogContents, ToolC
 export const contents: Effect.Effect<LogContents, ToolCallLogError, ToolCallLog> = Effect.flatMap(
   ToolCallLog,
   readContents
+)
+
+/**
+ * One approval as the audit log tells it: its `approval/asked` record, its one
+ * `approval/decided` record (absent while it is undecided, or when an append failed), and any
+ * discarded `approval/late` answers. `asked` is absent only when its append failed.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApprovalAudit {
+  readonly id: string
+  readonly asked?: ApprovalAskedRecord
+  readonly decided?: ApprovalDecidedRecord
+  readonly late: ReadonlyArray<ApprovalLateRecord>
+}
+
+/**
+ * Groups the approval records among `records` by approval id, in the order each id first
+ * appears; every other record is ignored (the audit query). Ids are unique per approval service;
+ * should one repeat, the first record of each kind is kept.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const approvalAudit = (records: ReadonlyArray<LogRecord>): Array<ApprovalAudit> => {
+  const byId = new Map<string, {
+    id: string
+    asked?: ApprovalAskedRecord
+    decided?: ApprovalDecidedRecord
+    late: Array<ApprovalLateRecord>
+  }>()
+  for (const record of records) {
+    if (!isApprovalRecord(record)) continue
+    let entry = byId.get(record.id)
+    if (entry === undefined) {
+      entry = { id: record.id, late: [] }
+      byId.set(record.id, entry)
+    }
+    if (record._tag === "approval/asked") entry.asked ??= record
+    else if (record._tag === "approval/decided") entry.decided ??= record
+    else entry.late.push(record)
+  }
+  return Array.from(byId.values())
+}
+
+/**
+ * The approval audit of the log in context ({@link approvalAudit} over its approval records;
+ * the SQL log reads only those rows).
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const approvals: Effect.Effect<ReadonlyArray<ApprovalAudit>, ToolCallLogError, ToolCallLog> = Effect.flatMap(
+  ToolCallLog,
+  (service) =>
+    Effect.map(
+      service.approvalRecords ?? Effect.map(service.records, (records) => records.filter(isApprovalRecord)),
+      approvalAudit
+    )
 )
 
 /**
@@ -321,7 +509,10 @@ const byTag = (make: ParserOf): ReadonlyMap<unknown, Parser> =>
     ["tool/call", make(ToolCallRecord)],
     ["tool/result", make(ToolResultRecord)],
     ["tool/code-dispatch-start", make(CodeDispatchStartRecord)],
-    ["tool/code-dispatch", make(CodeDispatchRecord)]
+    ["tool/code-dispatch", make(CodeDispatchRecord)],
+    ["approval/asked", make(ApprovalAskedRecord)],
+    ["approval/decided", make(ApprovalDecidedRecord)],
+    ["approval/late", make(ApprovalLateRecord)]
   ])
 
 const validators = byTag((schema) => Schema.validateEither(schema))

@@ -90,7 +90,7 @@ describe("ToolCallLog records", () => {
       assert.strictEqual(
         yield* failMessage(ToolCallLog.validate({ _tag: "nope" })),
         "invalid tool call log record: _tag: Expected \"tool/call\" | \"tool/result\" | " +
-          "\"tool/code-dispatch-start\" | \"tool/code-dispatch\", actual \"nope\""
+          "\"tool/code-dispatch-start\" | \"tool/code-dispatch\" | \"approval/asked\" | \"approval/decided\" | \"approval/late\", actual \"nope\""
       )
       assert.strictEqual(
         yield* failMessage(ToolCallLog.validate({ ...call0, agent: undefined })),
