@@ -1,5 +1,6 @@
 /**
  * Ready-made runtime Layers: {@link layer} assembles a complete runtime in one call;
+ * {@link layerApproval} does so with the audited approval service over the chosen log;
  * {@link layerDefault} and {@link layerTest} are two fixed choices of it.
  *
  * @since 0.1.0
@@ -8,6 +9,8 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Approval } from "../src/Approval.js"
+import type { ApprovalGrants } from "../src/ApprovalGrants.js"
+import * as ApprovalService from "../src/ApprovalService.js"
 import * as IdGenerator from "../src/IdGenerator.js"
 import type * as Tool from "../src/Tool.js"
 import type { ToolCallLog } from "../src/ToolCallLog.js"
@@ -41,7 +44,9 @@ export interface Options<
   readonly tools?: ReadonlyArray<T> | undefined
   /**
    * The approval service asked when a pre-execute policy answers `ask` (e.g.
-   * `ApprovalLayers.layerInteractive`). Default: none, so every `ask` is denied.
+   * `ApprovalService.layer()` or `ApprovalLayers.layerInteractive`). It is built over the
+   * preset's registry, log and id generator, so a service that audits to the log gets the chosen
+   * `log`. Default: none, so every `ask` is denied.
    */
   readonly approval?: A | undefined
   /**
@@ -125,16 +130,19 @@ export const layer = <
 ): Layer.Layer<
   Provided<A, L, I>,
   ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError) | ErrorOf<A> | ErrorOf<L> | ErrorOf<I>,
-  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<A> | ContextOf<L> | ContextOf<I>
+  | Exclude<ToolRequirements<T>, ToolRegistry>
+  | Exclude<ContextOf<A>, ToolRegistry | ToolCallLog | IdGenerator.IdGenerator>
+  | ContextOf<L>
+  | ContextOf<I>
 > => {
   const read = readOptions(options)
   if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
-  const services = Layer.mergeAll(
+  const base = Layer.mergeAll(
     InMemoryToolRegistry.layer,
-    read.approval ?? Layer.empty,
     read.ids ?? IdGenerator.layerRandom,
     read.log ?? ToolCallLogNoop.layer
   )
+  const services = read.approval === undefined ? base : read.approval.pipe(Layer.provideMerge(base))
   const policies = Layer.mergeAll(
     ToolRuntime.layer,
     read.timeout === false ? Layer.empty : TimeoutPolicy.layerWith(read.timeout),
@@ -160,20 +168,31 @@ const KEYS = ["tools", "approval", "log", "timeout", "ids"] as const
 
 const prefix = "Presets.layer"
 
-/** Each option read once, then checked; a string is the message of the defect. */
-const readOptions = (options: unknown): Read | string => {
-  if (options === undefined) return { tools: [], approval: undefined, log: undefined, ids: undefined, timeout: undefined }
+/** Reads `keys` of `options` once each into a null-prototype record; a string is the message of the defect. */
+const readKeys = <K extends string>(
+  label: string,
+  options: unknown,
+  keys: ReadonlyArray<K>
+): Record<K, unknown> | string => {
   if ((typeof options !== "object" && typeof options !== "function") || options === null) {
-    return `${prefix} options must be an object`
+    return `${label} options must be an object`
   }
-  const values: Record<(typeof KEYS)[number], unknown> = Object.create(null)
-  for (const key of KEYS) {
+  const values: Record<K, unknown> = Object.create(null)
+  for (const key of keys) {
     try {
       values[key] = (options as Record<string, unknown>)[key]
     } catch (thrown) {
-      return `${prefix} could not read option "${key}": ${detailOf(thrown).message}`
+      return `${label} could not read option "${key}": ${detailOf(thrown).message}`
     }
   }
+  return values
+}
+
+/** Each option read once, then checked; a string is the message of the defect. */
+const readOptions = (options: unknown): Read | string => {
+  if (options === undefined) return { tools: [], approval: undefined, log: undefined, ids: undefined, timeout: undefined }
+  const values = readKeys(prefix, options, KEYS)
+  if (typeof values === "string") return values
   const tools = copyTools(values.tools)
   if (typeof tools === "string") return tools
   for (const key of ["approval", "log", "ids"] as const) {
@@ -252,3 +271,123 @@ export const layerTest = (
   answers: ReadonlyArray<ApprovalLayers.ScriptedAnswer> = []
 ): Layer.Layer<Provided<Layer.Layer<Approval | ApprovalLayers.ScriptedApprovals>>> =>
   layer({ approval: ApprovalLayers.layerScripted(answers), log: ToolCallLogMemory.layer, ids: IdGenerator.layerCounter() })
+
+/**
+ * What {@link layerApproval} assembles: the options of {@link layer} (without `approval`), and
+ * the approval service's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ApprovalOptions<
+  T extends Tool.Any = never,
+  L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
+  X extends boolean = false
+> extends Omit<Options<T, never, L, I>, "approval"> {
+  /** The deployment default policy (`ask` unless given). */
+  readonly policy?: ApprovalService.Policy | undefined
+  /** Where "always allow" answers are remembered (e.g. `ApprovalGrants.layerMemory`). Default: none. */
+  readonly grants?: G | undefined
+  /** `true` adds a person's channel, `ApprovalLayers.InteractiveApprovals`, as a global answerer. */
+  readonly interactive?: X | undefined
+  /** Approval ids (they pair the audit records). Default: random UUIDs. */
+  readonly approvalIds?: IdGenerator.Service | undefined
+}
+
+/**
+ * What {@link layerApproval} provides: everything {@link layer} does, the `ApprovalService`, the
+ * grants service when `grants` is given and `InteractiveApprovals` when `interactive` is `true`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalProvided<L = never, I = never, G = never, X extends boolean = false> =
+  | Provided<never, L, I>
+  | Approval
+  | ApprovalService.ApprovalService
+  | SuccessOf<G>
+  | (X extends true ? ApprovalLayers.InteractiveApprovals : never)
+
+/**
+ * {@link layer} with the audited `ApprovalService` wired in, so composition order cannot drop
+ * it: the service audits to the chosen `log` (the no-op log unless given — pass a durable log to
+ * keep the audit), scopes answerers and policies by the preset's registry, remembers grants in
+ * `grants` when given, and with `interactive: true` puts every request to a person through
+ * `ApprovalLayers.InteractiveApprovals`. Options that cannot be used are a defect raised when the
+ * layer is built (`Presets.layerApproval options must be an object`,
+ * `Presets.layerApproval option "policy" must be "ask" or "never"`, `… option "grants" must be a
+ * Layer`, `… option "interactive" must be a boolean`, and those of {@link layer}).
+ *
+ * @example
+ * ```ts
+ * import { ApprovalGrants, Tool } from "effect-tool-runtime"
+ * import { Presets, ToolCallLogMemory } from "effect-tool-runtime/layers"
+ *
+ * declare const deleteFile: Tool.ToolDefinition
+ *
+ * const Runtime = Presets.layerApproval({
+ *   tools: [deleteFile],
+ *   log: ToolCallLogMemory.layer,
+ *   grants: ApprovalGrants.layerMemory,
+ *   interactive: true
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerApproval = <
+  T extends Tool.Any = never,
+  L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
+  X extends boolean = false
+>(
+  options?: ApprovalOptions<T, L, I, G, X>
+): Layer.Layer<
+  ApprovalProvided<L, I, G, X>,
+  ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError) | ErrorOf<L> | ErrorOf<I> | ErrorOf<G>,
+  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<L> | ContextOf<I> | ContextOf<G>
+> => {
+  const label = "Presets.layerApproval"
+  const values = options === undefined ? Object.create(null) as Record<string, unknown> : readKeys(label, options, [
+    "tools",
+    "log",
+    "timeout",
+    "ids",
+    "policy",
+    "grants",
+    "interactive",
+    "approvalIds"
+  ] as const)
+  if (typeof values === "string") return Layer.die(new Cause.IllegalArgumentException(values))
+  const { approvalIds, grants, interactive, policy } = values
+  if (policy !== undefined && policy !== "ask" && policy !== "never") {
+    return Layer.die(new Cause.IllegalArgumentException(`${label} option "policy" must be "ask" or "never"`))
+  }
+  if (grants !== undefined && !isLayer(grants)) {
+    return Layer.die(new Cause.IllegalArgumentException(`${label} option "grants" must be a Layer`))
+  }
+  if (interactive !== undefined && typeof interactive !== "boolean") {
+    return Layer.die(new Cause.IllegalArgumentException(`${label} option "interactive" must be a boolean`))
+  }
+  const serviceOptions: ApprovalService.Options = {
+    policy: policy as ApprovalService.Policy | undefined,
+    ids: approvalIds as IdGenerator.Service | undefined
+  }
+  const service = interactive === true
+    ? ApprovalLayers.layerInteractiveService(serviceOptions)
+    : ApprovalService.layer(serviceOptions)
+  const approval = grants === undefined
+    ? service
+    : service.pipe(Layer.provideMerge(grants as Layer.Layer<ApprovalGrants, unknown, unknown>))
+  return layer({
+    tools: values.tools as ReadonlyArray<T> | undefined,
+    log: values.log as L | undefined,
+    timeout: values.timeout as Options["timeout"],
+    ids: values.ids as I | undefined,
+    approval
+  }) as never
+}

@@ -1,9 +1,9 @@
 /**
- * The approval contract (src/Approval.ts) and its Layers (layers/Approval.ts), tested directly
+ * The approval contract (src/Approval.ts) and its Layers (layers/ApprovalLayers.ts), tested directly
  * against the service (the pipeline side is in ToolRuntime.approval.test.ts).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Chunk, Context, Effect, Exit, FastCheck, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
+import { Cause, Chunk, Context, Effect, Either, Exit, FastCheck, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
 import { getEventListeners } from "node:events"
 import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Approval from "../src/Approval.js"
@@ -12,10 +12,24 @@ import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as Hostile from "./fixtures/hostile.js"
 import { ABORTED_BEFORE_DISPATCH, echo, execute, isPending, layerWithApproval } from "./fixtures/runtime.js"
 
+const shown = {
+  arguments: {},
+  argumentsDigest: Approval.argumentsDigest({})!,
+  visible: true,
+  call: { card: "generic", title: "echo", rawInput: {} }
+} as const
+
 const request = (signal: AbortSignal = new AbortController().signal, reason?: string): Approval.ApprovalRequest =>
   reason === undefined
-    ? { agent: "a", toolName: "echo", callId: "c1", signal }
-    : { agent: "a", toolName: "echo", callId: "c1", reason, signal }
+    ? { agent: "a", toolName: "echo", callId: "c1", signal, ...shown }
+    : { agent: "a", toolName: "echo", callId: "c1", reason, signal, ...shown }
+
+/** The reason an interactive answer was refused with (it must fail with ApprovalAnswerError). */
+const refused = <R>(answered: Effect.Effect<void, ApprovalLayers.ApprovalAnswerError, R>) =>
+  Effect.map(Effect.flip(answered), (error) => {
+    assert.instanceOf(error, ApprovalLayers.ApprovalAnswerError)
+    return error.reason
+  })
 
 const ask = (req: Approval.ApprovalRequest = request()) =>
   Effect.flatMap(Approval.Approval, (service) => service.request(req))
@@ -123,9 +137,9 @@ describe("Approval layers", () => {
         assert.strictEqual(offered.request, req)
         assert.strictEqual(offered.id, "approval-1")
         assert.isTrue(yield* isPending(fiber))
-        assert.isTrue(yield* offered.answer("rejected"))
+        yield* offered.answer("rejected")
         assert.strictEqual(yield* Fiber.join(fiber), "rejected")
-        assert.isFalse(yield* offered.answer("allowed-once"))
+        assert.strictEqual(yield* refused(offered.answer("allowed-once")), "answered")
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
     it.scoped("APPR-6: a caller abort while pending resolves `cancelled`; a late answer is refused", () =>
@@ -135,7 +149,7 @@ describe("Approval layers", () => {
         const offered = yield* nextArrival
         controller.abort()
         assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
-        assert.isFalse(yield* offered.answer("allowed-once"))
+        assert.strictEqual(yield* refused(offered.answer("allowed-once")), "cancelled")
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
     it.scoped("APPR-6: an already-aborted signal is `cancelled` at once and never pending", () =>
@@ -172,10 +186,26 @@ describe("Approval layers", () => {
         const [seen] = Chunk.toReadonlyArray(yield* Fiber.join(consumer))
         assert.strictEqual(seen!.request.callId, "late")
         const answerer = yield* Effect.fork(interactive.answer(seen!.id, "allowed-once"))
-        assert.isTrue(yield* Fiber.join(answerer))
+        yield* Fiber.join(answerer)
         assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
-        assert.isFalse(yield* interactive.answer(seen!.id, "rejected"))
-        assert.isFalse(yield* interactive.answer("approval-999", "rejected"))
+        const again = yield* Effect.flip(interactive.answer(seen!.id, "rejected"))
+        assert.deepStrictEqual(
+          again,
+          new ApprovalLayers.ApprovalAnswerError({
+            id: "approval-1",
+            reason: "answered",
+            message: "approval request \"approval-1\" was already answered"
+          })
+        )
+        const unknown = yield* Effect.flip(interactive.answer("approval-999", "rejected"))
+        assert.deepStrictEqual(
+          unknown,
+          new ApprovalLayers.ApprovalAnswerError({
+            id: "approval-999",
+            reason: "unknown",
+            message: "approval request \"approval-999\" is unknown: no request with this id was ever pending"
+          })
+        )
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
     it.scoped("issue 8 item 9 / APPR-5: 2,000 aborted requests leave nothing pending and no abort listener", () =>
@@ -230,8 +260,8 @@ describe("Approval layers", () => {
         yield* Fiber.interrupt(fiber)
         assert.deepStrictEqual(yield* pendingCallIds, [])
         assert.strictEqual(abortListeners(controller.signal), 0)
-        assert.isFalse(yield* offered.answer("allowed-once"))
-        assert.isFalse(yield* answer(offered.id, "allowed-once"))
+        assert.strictEqual(yield* refused(offered.answer("allowed-once")), "cancelled")
+        assert.strictEqual(yield* refused(answer(offered.id, "allowed-once")), "cancelled")
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
     it.scoped("issue 8 item 9: a request answered normally is removed (and its abort listener with it)", () =>
@@ -240,12 +270,12 @@ describe("Approval layers", () => {
         const controller = new AbortController()
         const fiber = yield* Effect.fork(ask(request(controller.signal)))
         const offered = yield* nextArrival
-        assert.isTrue(yield* answer(offered.id, "allowed-once"))
+        yield* answer(offered.id, "allowed-once")
         assert.deepStrictEqual(yield* pendingCallIds, [])
         assert.strictEqual(abortListeners(controller.signal), 0)
         assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
         controller.abort()
-        assert.isFalse(yield* offered.answer("rejected"))
+        assert.strictEqual(yield* refused(offered.answer("rejected")), "answered")
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
 
     it.scoped("issue 8 item 9 / APPR-5: an abort racing an answer gives exactly one outcome (abort first → cancelled)", () =>
@@ -253,8 +283,11 @@ describe("Approval layers", () => {
         const controller = new AbortController()
         const fiber = yield* Effect.fork(ask(request(controller.signal)))
         const offered = yield* nextArrival
-        const [, answered] = yield* Effect.zip(Effect.sync(() => controller.abort()), offered.answer("allowed-once"))
-        assert.isFalse(answered)
+        const [, answered] = yield* Effect.zip(
+          Effect.sync(() => controller.abort()),
+          Effect.either(offered.answer("allowed-once"))
+        )
+        assert.isTrue(Either.isLeft(answered) && answered.left.reason === "cancelled")
         assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
         assert.deepStrictEqual(yield* pendingCallIds, [])
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
@@ -264,10 +297,13 @@ describe("Approval layers", () => {
         const controller = new AbortController()
         const fiber = yield* Effect.fork(ask(request(controller.signal)))
         const offered = yield* nextArrival
-        const [answered] = yield* Effect.zip(offered.answer("allowed-once"), Effect.sync(() => controller.abort()))
-        assert.isTrue(answered)
+        const [answered] = yield* Effect.zip(
+          Effect.either(offered.answer("allowed-once")),
+          Effect.sync(() => controller.abort())
+        )
+        assert.isTrue(Either.isRight(answered))
         assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
-        assert.isFalse(yield* offered.answer("rejected"))
+        assert.strictEqual(yield* refused(offered.answer("rejected")), "answered")
         assert.deepStrictEqual(yield* pendingCallIds, [])
         assert.strictEqual(abortListeners(controller.signal), 0)
       }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
@@ -279,7 +315,9 @@ describe("Approval layers", () => {
         const results: Array<boolean> = []
         let offered: ApprovalLayers.PendingApproval | undefined
         controller.signal.addEventListener("abort", () => {
-          if (offered !== undefined) results.push(Runtime.runSync(runtime)(offered.answer("rejected")))
+          if (offered !== undefined) {
+            results.push(Either.isRight(Runtime.runSync(runtime)(Effect.either(offered.answer("rejected")))))
+          }
         })
         const fiber = yield* Effect.fork(ask(request(controller.signal)))
         offered = yield* nextArrival
@@ -342,11 +380,11 @@ describe("Approval layers", () => {
           const { answer } = yield* InteractiveApprovals
           const fiber = yield* Effect.fork(ask())
           const offered = yield* nextArrival
-          assert.isFalse(yield* answer(Hostile.make(kind) as string, "allowed-once"))
+          assert.strictEqual(yield* refused(answer(Hostile.make(kind) as string, "allowed-once")), "unknown")
           assert.isTrue(yield* isPending(fiber))
-          assert.isTrue(yield* offered.answer(Hostile.make(kind) as Approval.ApprovalOutcome))
+          yield* offered.answer(Hostile.make(kind) as Approval.ApprovalOutcome)
           assert.strictEqual(yield* Fiber.join(fiber), "unavailable")
-          assert.isFalse(yield* offered.answer("allowed-once"))
+          assert.strictEqual(yield* refused(offered.answer("allowed-once")), "answered")
           assert.deepStrictEqual(yield* pendingCallIds, [])
         }).pipe(Effect.provide(ApprovalLayers.layerInteractive)))
     }
@@ -423,9 +461,11 @@ describe("Approval layers", () => {
             switch (action._tag) {
               case "answer":
               case "answerById": {
-                const answered = action._tag === "answer"
-                  ? yield* view.answer(action.outcome)
-                  : yield* interactive.answer(view.id, action.outcome)
+                const answered = Either.isRight(
+                  yield* Effect.either(
+                    action._tag === "answer" ? view.answer(action.outcome) : interactive.answer(view.id, action.outcome)
+                  )
+                )
                 assert.strictEqual(answered, isFirst, "an answer decides only a request nothing decided yet")
                 if (answered) wins[target]!++
                 break

@@ -5,7 +5,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Stream } from "effect"
 import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Presets from "../layers/Presets.js"
-import type { Approval, ApprovalOutcome } from "../src/Approval.js"
+import * as Approval from "../src/Approval.js"
+import type { ApprovalOutcome } from "../src/Approval.js"
 import { PreDecision } from "../src/Policy.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import {
@@ -71,7 +72,17 @@ describe("APPR-3 / APPR-4 (request and outcome mapping)", () => {
       assert.deepStrictEqual(probe.log, ["pre", "approval", "guard", "around", "body", "post", "fin", "observe"])
       assert.strictEqual(probe.requests.length, 1)
       const { signal, ...request } = probe.requests[0]!
-      assert.deepStrictEqual(request, { agent: "a", toolName: "echo", callId: "c1", reason: "needs approval" })
+      assert.deepStrictEqual(request, {
+        agent: "a",
+        toolName: "echo",
+        callId: "c1",
+        reason: "needs approval",
+        arguments: { text: "hi" },
+        argumentsDigest: Approval.argumentsDigest({ text: "hi" })!,
+        visible: true,
+        description: "Echo text.",
+        call: { card: "generic", title: "echo", rawInput: { text: "hi" } }
+      })
       assert.strictEqual(signal, probe.preSeen[0]!.signal)
     }).pipe(Effect.provide(Presets.layerTest([answer(probe, "allowed-once")])))
   })
@@ -81,7 +92,17 @@ describe("APPR-3 / APPR-4 (request and outcome mapping)", () => {
     return Effect.gen(function*() {
       yield* asking(probe)
       yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: {} })
-      assert.deepStrictEqual(Object.keys(probe.requests[0]!).sort(), ["agent", "callId", "signal", "toolName"])
+      assert.deepStrictEqual(Object.keys(probe.requests[0]!).sort(), [
+        "agent",
+        "arguments",
+        "argumentsDigest",
+        "call",
+        "callId",
+        "description",
+        "signal",
+        "toolName",
+        "visible"
+      ])
     }).pipe(Effect.provide(Presets.layerTest([answer(probe, "allowed-once")])))
   })
 
@@ -112,7 +133,7 @@ describe("APPR-3 / APPR-4 (request and outcome mapping)", () => {
     }).pipe(Effect.provide(Presets.layerTest([answer(probe, Effect.succeed({ yes: true } as never))])))
   })
 
-  const constants: ReadonlyArray<readonly [string, Layer.Layer<Approval>, ToolResult]> = [
+  const constants: ReadonlyArray<readonly [string, Layer.Layer<Approval.Approval>, ToolResult]> = [
     ["layerDenyAll", ApprovalLayers.layerDenyAll, errorResult("the user rejected tool \"echo\"")],
     [
       "layerUnavailable",
@@ -185,13 +206,13 @@ describe("APPR with the interactive layer", () => {
       const { arrivals } = yield* ApprovalLayers.InteractiveApprovals
       const fiber = yield* Effect.fork(execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } }))
       const request = Option.getOrThrow(yield* Stream.runHead(arrivals))
-      const { signal, ...shown } = request.request
-      assert.deepStrictEqual(shown, { agent: "a", toolName: "echo", callId: "c1", reason: "please" })
+      const { agent, callId, reason, signal, toolName } = request.request
+      assert.deepStrictEqual({ agent, toolName, callId, reason }, { agent: "a", toolName: "echo", callId: "c1", reason: "please" })
       assert.isFalse(signal.aborted)
       assert.isTrue(yield* isPending(fiber))
-      assert.isTrue(yield* request.answer("allowed-once"))
+      yield* request.answer("allowed-once")
       assert.deepStrictEqual(yield* Fiber.join(fiber), echoed("hi"))
-      assert.isFalse(yield* request.answer("rejected"))
+      assert.strictEqual((yield* Effect.flip(request.answer("rejected"))).reason, "answered")
       assert.strictEqual(probe.count("body"), 1)
     }).pipe(Effect.provide(layer)))
 
@@ -208,7 +229,7 @@ describe("APPR with the interactive layer", () => {
       const result = yield* Fiber.join(fiber)
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
       assert.isTrue(request.request.signal.aborted)
-      assert.isFalse(yield* request.answer("allowed-once"))
+      assert.strictEqual((yield* Effect.flip(request.answer("allowed-once"))).reason, "cancelled")
       assert.strictEqual(probe.count("body"), 0)
       assert.deepStrictEqual(probe.postSeen, [ABORTED_BEFORE_DISPATCH])
       assert.strictEqual(probe.count("observe"), 1)
@@ -225,7 +246,7 @@ describe("APPR with the interactive layer", () => {
       assert.deepStrictEqual(probe.observed[0]!.result, ABORTED_BEFORE_DISPATCH)
       assert.deepStrictEqual(probe.postSeen, [ABORTED_BEFORE_DISPATCH])
       assert.isTrue(request.request.signal.aborted)
-      assert.isFalse(yield* request.answer("allowed-once"))
+      assert.strictEqual((yield* Effect.flip(request.answer("allowed-once"))).reason, "cancelled")
       assert.strictEqual(probe.count("body"), 0)
     }).pipe(Effect.provide(layer)))
 

@@ -8,11 +8,14 @@ import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import type * as Approval from "../Approval.js"
+import type { JsonValue } from "../Json.js"
 import type { PreDecision } from "../Policy.js"
+import * as Presentation from "../Presentation.js"
 import { detailOfCause } from "../ToolError.js"
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
-import { describe, failWith, final, frozen, post, type State, succeedNow } from "./execution.js"
+import { argumentsDigest } from "./approvalDigest.js"
+import { describe, failWith, final, frozen, post, type Runtime, type State, succeedNow } from "./execution.js"
 import { suspendUser } from "./promise.js"
 import { waterfall } from "./waterfall.js"
 
@@ -116,19 +119,60 @@ const settleAbandoned = (fiber: Fiber.RuntimeFiber<unknown>): unknown => {
   return CANCELLED
 }
 
+/** Runtimes that already warned about an `ask` without an approval service (APPR-1, issue 10 item 4). */
+const warnedMissing = new WeakSet<Runtime>()
+
+const MISSING_SERVICE = "a tool call asked for approval, but this runtime has no Approval service, so every ask is " +
+  "denied: provide one to ToolRuntime.layer (ApprovalService.layer, an ApprovalLayers layer, or " +
+  "Presets.layerApproval, which wires it in one call); this warning is logged once per runtime"
+
+const missingService = (state: State, denial: Gate): Effect.Effect<Gate> => {
+  if (warnedMissing.has(state.runtime)) return Effect.succeed(denial)
+  warnedMissing.add(state.runtime)
+  return Effect.as(
+    Effect.annotateLogs(Effect.logWarning(MISSING_SERVICE), { toolName: state.name, missingLayer: "Approval" }),
+    denial
+  )
+}
+
+/**
+ * APPR-3 with what a person needs to decide (issue 10 item 2): the frozen arguments, their
+ * digest, the tool's visibility, description and call card (D-10: the presenter never throws).
+ */
+const makeRequest = (state: State, agent: string, reason: string | undefined): Approval.ApprovalRequest => {
+  const { execution, name } = state
+  const args = execution.arguments as JsonValue
+  const definition = state.runtime.registry.unsafeView(agent).get(name)?.definition
+  const call = Presentation.presentCall(definition, args) ?? Object.freeze(Presentation.genericCall(name, args))
+  const description = definition === undefined ? undefined : definition.description
+  const request: {
+    -readonly [K in keyof Approval.ApprovalRequest]: Approval.ApprovalRequest[K]
+  } = {
+    agent,
+    toolName: name,
+    callId: execution.callId,
+    signal: execution.signal,
+    arguments: args,
+    argumentsDigest: argumentsDigest(args),
+    visible: definition !== undefined,
+    call
+  }
+  if (reason !== undefined) request.reason = reason
+  if (typeof description === "string") request.description = description
+  return Object.freeze(request)
+}
+
 const askApproval = (state: State, reason: string | undefined): Effect.Effect<Gate> => {
   const { runtime, name } = state
   const approval = runtime.approval
   if (approval === undefined) {
-    return Effect.succeed(denyGate(reason ?? `tool "${name}" requires approval (not yet supported)`))
+    return missingService(state, denyGate(reason ?? `tool "${name}" requires approval (not yet supported)`))
   }
   const agent = state.agent
   if (agent === undefined) {
     return Effect.succeed(denyGate(`tool "${name}" requires approval, but the call has no agent to route it through`))
   }
-  const request: Approval.ApprovalRequest = reason === undefined
-    ? { agent, toolName: name, callId: state.execution.callId, signal: state.execution.signal }
-    : { agent, toolName: name, callId: state.execution.callId, reason, signal: state.execution.signal }
+  const request = makeRequest(state, agent, reason)
   const asked = suspendUser(() => approval.request(request)).pipe(
     Effect.catchAllCause(() => Effect.succeed<unknown>(UNAVAILABLE))
   )
