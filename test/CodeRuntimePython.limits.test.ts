@@ -135,13 +135,13 @@ describe.skipIf(environment === undefined)(title, () => {
       const loop = yield* rt.run({ program: "print('looping')\nwhile True:\n    pass", bindings: [] })
       assert.deepStrictEqual(loop, {
         logs: ["looping"],
-        error: { kind: "timeout", message: "CPU time limit of 300 ms exceeded" }
+        error: { kind: "timeout", message: "the program used more than 300 ms of CPU time" }
       })
       const afterAwait = yield* rt.run({
         program: "await tools.t({})\nwhile True:\n    pass",
         bindings: [tools({ t: () => Effect.succeed(1) })]
       })
-      assert.deepStrictEqual(afterAwait.error, { kind: "timeout", message: "CPU time limit of 300 ms exceeded" })
+      assert.deepStrictEqual(afterAwait.error, { kind: "timeout", message: "the program used more than 300 ms of CPU time" })
       yield* healthy(rt)
     }))
 
@@ -152,7 +152,7 @@ describe.skipIf(environment === undefined)(title, () => {
         program: "import signal\nsignal.setitimer(signal.ITIMER_PROF, 0)\nwhile True:\n    pass",
         bindings: []
       })
-      assert.deepStrictEqual(result.error, { kind: "timeout", message: "CPU time limit of 300 ms exceeded" })
+      assert.deepStrictEqual(result.error, { kind: "timeout", message: "the program used more than 300 ms of CPU time" })
       yield* healthy(rt)
     }))
 
@@ -169,7 +169,7 @@ describe.skipIf(environment === undefined)(title, () => {
       yield* TestClock.adjust("2 seconds")
       assert.deepStrictEqual(yield* Fiber.join(fiber), {
         logs: [],
-        error: { kind: "timeout", message: "wall time limit of 2000 ms exceeded" }
+        error: { kind: "timeout", message: "the run took longer than 2000 ms of wall time (tool calls included)" }
       })
       assert.isTrue(yield* Ref.get(interrupted))
     }))
@@ -181,11 +181,11 @@ describe.skipIf(environment === undefined)(title, () => {
         program: "chunks = []\nwhile True:\n    chunks.append(bytearray(1 << 20))",
         bindings: []
       })
-      assert.deepStrictEqual(bomb.error, { kind: "memory", message: "memory limit of 67108864 bytes reached (MemoryError)" })
+      assert.deepStrictEqual(bomb.error, { kind: "memory", message: "the program exceeded the 64 MiB memory limit" })
       const deep = yield* rt.run({ program: "def f(n):\n    return f(n + 1) + 1\nf(0)", bindings: [] })
       assert.deepStrictEqual(deep.error, {
         kind: "memory",
-        message: "stack limit of 1024 frames reached (RecursionError: maximum recursion depth exceeded (line 2))"
+        message: "the program exceeded the 1024-frame stack limit (RecursionError: maximum recursion depth exceeded (line 2))"
       })
       yield* healthy(rt)
     }))
@@ -194,7 +194,7 @@ describe.skipIf(environment === undefined)(title, () => {
     Effect.gen(function*() {
       const rt = yield* runtime()
       const flood = yield* rt.run({ program: "while True:\n    print('x' * 999)", bindings: [] })
-      assert.deepStrictEqual(flood.error, { kind: "output-limit", message: "printed output is over the 65536-byte limit" })
+      assert.deepStrictEqual(flood.error, { kind: "output-limit", message: "the program printed more than the 64 KiB console limit" })
       const bytes = flood.logs.reduce((sum, line) => sum + line.length + 1, 0)
       assert.isAtMost(bytes, 65536 + 1)
       assert.isAtLeast(flood.logs.length, 65)
@@ -208,7 +208,7 @@ describe.skipIf(environment === undefined)(title, () => {
       const big = yield* rt.run({ program: "return 'x' * 2_000_000", bindings: [] })
       assert.deepStrictEqual(big, {
         logs: [],
-        error: { kind: "output-limit", message: "the result is 2000002 bytes of JSON, over the 1048576-byte limit" }
+        error: { kind: "output-limit", message: "the program's result is 2000002 bytes of JSON, over the 1 MiB result limit" }
       })
       yield* healthy(rt)
     }))
@@ -325,7 +325,7 @@ describe.skipIf(environment === undefined)(title, () => {
       assert.deepStrictEqual(processesIn(cwd), [])
       assert.deepStrictEqual(yield* Fiber.join(fiber), {
         logs: [],
-        error: { kind: "abort", message: "the Python runtime was closed" }
+        error: { kind: "abort", message: "the code runtime was shut down" }
       })
       assert.isTrue(yield* Ref.get(interrupted))
       const refused = yield* Effect.flip(rt.run({ program: "return 1", bindings: [] }))
@@ -354,13 +354,13 @@ describe.skipIf(environment === undefined)(title, () => {
       const source = yield* small.run({ program: `return '${"x".repeat(300)}'`, bindings: [] })
       assert.deepStrictEqual(source, {
         logs: [],
-        error: { kind: "output-limit", message: "the program is 309 bytes, over the 200-byte source limit" }
+        error: { kind: "output-limit", message: "the program is 309 bytes, over the 200 bytes source limit" }
       })
       const rt = yield* runtime({ maxMessageBytes: 4096 })
       const line = yield* rt.run({ program: "import os\nos.write(4, b'x' * 10000)\nawait tools.t({})", bindings: [] })
       assert.deepStrictEqual(line.error, {
         kind: "output-limit",
-        message: "a message from the program is over the 4096-byte limit"
+        message: "a message from the program is over the 4 KiB message limit"
       })
       const files = yield* rt.run({
         program: [

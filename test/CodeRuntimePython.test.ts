@@ -287,7 +287,12 @@ describe.skipIf(environment === undefined)(title, () => {
           throw new Error("synchronous throw")
         },
         dies: () => Effect.die(new Error("defect")),
-        hostileFailure: () => Effect.fail(throwingProxy() as BindingFailure),
+        hostileFailure: () =>
+          Effect.fail({
+            get message(): string {
+              throw new Error("hostile message")
+            }
+          } as BindingFailure),
         ok: succeedWith({ fine: true })
       })
       const result = yield* run(
@@ -303,12 +308,12 @@ describe.skipIf(environment === undefined)(title, () => {
         [bindings]
       )
       assert.deepStrictEqual(result.value, [
-        "proxy: the tool's result is not lossless JSON",
-        "revoked: the tool's result is not lossless JSON",
-        "big: the tool's result is not lossless JSON",
-        "notEffect: tool call failed",
-        "throws: tool call failed",
-        "dies: tool call failed",
+        "proxy: the tool result could not be read",
+        "revoked: the tool result could not be read",
+        "big: the tool result is not lossless JSON",
+        "notEffect: the tool call failed unexpectedly",
+        "throws: the tool call failed unexpectedly",
+        "dies: the tool call failed unexpectedly",
         "hostileFailure: tool call failed",
         { fine: true }
       ])
@@ -319,7 +324,7 @@ describe.skipIf(environment === undefined)(title, () => {
       const result = yield* run("return {'ok': [1, {'bad': {1, 2}}]}")
       assert.deepStrictEqual(failure(result), {
         kind: "invalid-output",
-        message: "the result is not lossless JSON: a value of type set at result[\"ok\"][1][\"bad\"]"
+        message: "the program's result is not lossless JSON: a value of type set at result[\"ok\"][1][\"bad\"]"
       })
     }))
 

@@ -4,9 +4,9 @@ import { spawn } from "node:child_process"
 import type { Readable, Writable } from "node:stream"
 
 /** What the Python side reported about itself. @internal */
-export type GuestKind = "exception" | "invalid-output" | "output-limit" | "memory" | "stack" | "timeout"
+export type GuestKind = "exception" | "invalid-output" | "result-size" | "memory" | "stack" | "timeout"
 
-const GUEST_KINDS: ReadonlySet<string> = new Set(["exception", "invalid-output", "output-limit", "memory", "stack", "timeout"])
+const GUEST_KINDS: ReadonlySet<string> = new Set(["exception", "invalid-output", "result-size", "memory", "stack", "timeout"])
 
 /** Something the process did, in the order the host saw it. @internal */
 export type GuestEvent =

@@ -48,7 +48,31 @@ export const ARGUMENTS_PREFIX = "tool arguments must be lossless JSON: "
 export const ABORTED = "the run was aborted"
 
 /** @internal */
-export const CLOSED = "the Python runtime was closed"
+export const CLOSED = "the code runtime was shut down"
+
+/** @internal */
+export const formatBytes = (bytes: number): string =>
+  bytes % (1024 * 1024) === 0
+    ? `${bytes / (1024 * 1024)} MiB`
+    : bytes % 1024 === 0
+    ? `${bytes / 1024} KiB`
+    : `${bytes} bytes`
+
+/** @internal */
+export const stops = {
+  cpu: (limits: Limits) => `the program used more than ${limits.cpuMs} ms of CPU time`,
+  wall: (limits: Limits) => `the run took longer than ${limits.wallMs} ms of wall time (tool calls included)`,
+  memory: (limits: Limits) => `the program exceeded the ${formatBytes(limits.memoryBytes)} memory limit`,
+  stack: (limits: Limits, detail: string | undefined) =>
+    `the program exceeded the ${recursionLimit(limits)}-frame stack limit${detail === undefined ? "" : ` (${detail})`}`,
+  console: (limits: Limits) => `the program printed more than the ${formatBytes(limits.consoleBytes)} console limit`,
+  result: (limits: Limits, bytes: number) =>
+    `the program's result is ${bytes} bytes of JSON, over the ${formatBytes(limits.resultBytes)} result limit`,
+  invalid: (detail: string) => `the program's result is not lossless JSON: ${detail}`,
+  source: (limits: Limits, bytes: number) =>
+    `the program is ${bytes} bytes, over the ${formatBytes(limits.sourceBytes)} source limit`,
+  calls: (limits: Limits) => `the program made more than ${limits.maxToolCalls} tool calls`
+}
 
 type Event =
   | GuestEvent
@@ -94,7 +118,7 @@ const failureMessage = (cause: Cause.Cause<unknown>): string => {
     }
     return "tool call failed"
   }
-  return Cause.isInterruptedOnly(cause) ? "tool call was interrupted" : "tool call failed"
+  return Cause.isInterruptedOnly(cause) ? "the tool call was interrupted" : "the tool call failed unexpectedly"
 }
 
 const settle = (binding: Binding, id: number, args: Json.JsonValue): Effect.Effect<string> =>
@@ -108,11 +132,12 @@ const settle = (binding: Binding, id: number, args: Json.JsonValue): Effect.Effe
       onFailure: (cause) => reply(id, false, JSON.stringify(failureMessage(cause))),
       onSuccess: (value) => {
         const copy = Json.snapshot(value)
-        if (copy._tag !== "Lossless") return reply(id, false, JSON.stringify("the tool's result is not lossless JSON"))
+        if (copy._tag === "NotLossless") return reply(id, false, JSON.stringify("the tool result is not lossless JSON"))
+        if (copy._tag === "Threw") return reply(id, false, JSON.stringify("the tool result could not be read"))
         try {
           return reply(id, true, JSON.stringify(copy.value))
         } catch {
-          return reply(id, false, JSON.stringify("the tool's result is nested too deeply"))
+          return reply(id, false, JSON.stringify("the tool result could not be serialized"))
         }
       }
     })
@@ -149,17 +174,14 @@ interface Call {
 const completed = (spec: RunSpec, logs: Array<string>, hasValue: boolean, value: unknown): CodeRunResult => {
   if (!hasValue) return { logs }
   const copy = Json.snapshotFrozen(value)
-  if (copy._tag !== "Lossless") return failed(logs, "invalid-output", "the result is not lossless JSON")
+  if (copy._tag !== "Lossless") return failed(logs, "invalid-output", stops.invalid("a value JSON cannot hold"))
   let bytes: number
   try {
     bytes = Buffer.byteLength(JSON.stringify(copy.value))
   } catch {
-    return failed(logs, "invalid-output", "the result is not lossless JSON: nested too deeply")
+    return failed(logs, "invalid-output", stops.invalid("nested too deeply"))
   }
-  const limit = spec.limits.resultBytes
-  if (bytes > limit) {
-    return failed(logs, "output-limit", `the result is ${bytes} bytes of JSON, over the ${limit}-byte limit`)
-  }
+  if (bytes > spec.limits.resultBytes) return failed(logs, "output-limit", stops.result(spec.limits, bytes))
   return { value: copy.value, logs }
 }
 
@@ -167,28 +189,30 @@ const reported = (spec: RunSpec, logs: Array<string>, event: GuestEvent & { _tag
   const detail = event.message === undefined ? undefined : clip(event.message)
   switch (event.kind) {
     case "timeout":
-      return failed(logs, "timeout", `CPU time limit of ${spec.limits.cpuMs} ms exceeded`)
+      return failed(logs, "timeout", stops.cpu(spec.limits))
     case "memory":
-      return failed(logs, "memory", `memory limit of ${spec.limits.memoryBytes} bytes reached (MemoryError)`)
+      return failed(logs, "memory", stops.memory(spec.limits))
     case "stack":
-      return failed(
-        logs,
-        "memory",
-        `stack limit of ${recursionLimit(spec.limits)} frames reached${detail === undefined ? "" : ` (${detail})`}`
-      )
-    default:
-      return failed(logs, event.kind, detail ?? event.kind)
+      return failed(logs, "memory", stops.stack(spec.limits, detail))
+    case "invalid-output":
+      return failed(logs, "invalid-output", stops.invalid(detail ?? "a value JSON cannot hold"))
+    case "result-size": {
+      const bytes = Number(detail)
+      return Number.isSafeInteger(bytes) && bytes > spec.limits.resultBytes
+        ? failed(logs, "output-limit", stops.result(spec.limits, bytes))
+        : failed(logs, "worker-exit", "the program broke the runtime protocol (a malformed error report)")
+    }
+    case "exception":
+      return failed(logs, "exception", detail ?? "the program failed")
   }
 }
 
 const exitedWithout = (spec: RunSpec, guest: Guest, code: number | null, signal: NodeJS.Signals | null) => {
   const logs = guest.takeLogs()
   const name = signalOf(code, signal, spec.launch.wrapped)
-  if (name === "SIGXCPU" || name === "SIGKILL") {
-    return failed(logs, "timeout", `CPU time limit of ${spec.limits.cpuMs} ms exceeded`)
-  }
+  if (name === "SIGXCPU" || name === "SIGKILL") return failed(logs, "timeout", stops.cpu(spec.limits))
   if (name === "SIGXFSZ") {
-    return failed(logs, "output-limit", `file size limit of ${spec.python.fileBytes} bytes exceeded`)
+    return failed(logs, "output-limit", `the program wrote a file over the ${spec.python.fileBytes}-byte file size limit`)
   }
   if (name !== undefined) return failed(logs, "worker-exit", `the Python process was killed by ${name}`)
   const stderr = guest.stderrTail().trim().split("\n").pop() ?? ""
@@ -236,7 +260,7 @@ const drive = (
           }
           count++
           if (count > limits.maxToolCalls) {
-            return failed(guest.takeLogs(), "call-limit", `the program made more than ${limits.maxToolCalls} tool calls`)
+            return failed(guest.takeLogs(), "call-limit", stops.calls(limits))
           }
           const call: Call = { id: event.id, binding, args: args.value }
           if (active < limits.maxInFlight) {
@@ -274,14 +298,14 @@ const drive = (
           return failed(
             guest.takeLogs(),
             "output-limit",
-            `a message from the program is over the ${spec.python.messageBytes}-byte limit`
+            `a message from the program is over the ${formatBytes(spec.python.messageBytes)} message limit`
           )
         case "ConsoleFull":
-          return failed(guest.takeLogs(), "output-limit", `printed output is over the ${limits.consoleBytes}-byte limit`)
+          return failed(guest.takeLogs(), "output-limit", stops.console(limits))
         case "SpawnFailed":
           return failed(guest.takeLogs(), "worker-exit", event.reason)
         case "Wall":
-          return failed(guest.takeLogs(), "timeout", `wall time limit of ${limits.wallMs} ms exceeded`)
+          return failed(guest.takeLogs(), "timeout", stops.wall(limits))
         case "Aborted":
           return failed(guest.takeLogs(), "abort", ABORTED)
         case "Disposed":
@@ -314,11 +338,7 @@ export const runProgram = (spec: RunSpec): Effect.Effect<CodeRunResult> =>
     }
     const sourceBytes = Buffer.byteLength(spec.program)
     if (sourceBytes > spec.limits.sourceBytes) {
-      return failed(
-        [],
-        "output-limit",
-        `the program is ${sourceBytes} bytes, over the ${spec.limits.sourceBytes}-byte source limit`
-      )
+      return failed([], "output-limit", stops.source(spec.limits, sourceBytes))
     }
     const workdir = yield* Effect.acquireRelease(Effect.try(makeWorkdir), (dir) => Effect.sync(() => removeWorkdir(dir)))
     const calls = yield* FiberSet.make<void, never>()

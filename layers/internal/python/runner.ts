@@ -466,15 +466,15 @@ def _finish(result, limit):
     value = result[0]
     problem = _problem(value, "result")
     if problem is not None:
-        _report("invalid-output", "the result is not lossless JSON: " + problem)
+        _report("invalid-output", problem)
     try:
         text = _dumps(value)
     except RecursionError:
-        _report("invalid-output", "the result is not lossless JSON: nested too deeply")
+        _report("invalid-output", "nested too deeply")
     if len(text) > limit:
         size = len(_dumps(value, False).encode("utf-8", "surrogatepass"))
         if size > limit:
-            _report("output-limit", "the result is %d bytes of JSON, over the %d-byte limit" % (size, limit))
+            _report("result-size", str(size))
     _flush()
     _write(b'{"t":"done","value":' + text.encode("ascii") + b"}\n")
     os._exit(0)
