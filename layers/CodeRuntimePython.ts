@@ -1,13 +1,26 @@
 /**
- * A `CodeRuntime` that runs Python: one `python3 -I -S` subprocess per run, with an empty
- * environment, a fresh temporary working directory, resource limits (address space, CPU time,
- * open files, file size) and a host kill timer. Where the machine allows it the process also runs
- * in its own user, network and pid namespaces (`unshare`) or in a bubblewrap sandbox with a
- * read-only view of the filesystem (`bwrap`); {@link isolationNotes} says what each level
+ * A `CodeRuntime` that runs Python (Linux): one `python3 -I -S` subprocess per run, with an
+ * empty environment, a fresh temporary working directory, resource limits (address space, CPU
+ * time, open files, file size) and a host kill timer. Where the machine allows it the process
+ * also runs in its own user, network and pid namespaces (`unshare`) or in a bubblewrap sandbox
+ * with a read-only view of the filesystem (`bwrap`); {@link isolationNotes} says what each level
  * isolates.
  *
- * Bindings cross as JSON lines over two extra pipes; every call is an asyncio future, so
- * `asyncio.gather` over several tools overlaps them.
+ * **Details**
+ *
+ * - The program is the body of an async function: top-level `await` and `return` work, and line
+ *   numbers in errors are the program's own. `return value` gives `value` (`return None` gives
+ *   `null`); a bare `return` or falling off the end gives no value. Tuples are JSON arrays.
+ * - Each namespace is a global object: `tools["any name"](args)` reaches every binding,
+ *   `tools.name(args)` those whose names are identifiers (not `__dunder__`). A call takes one
+ *   arguments object (or keyword arguments, which become it), is sent at once and returns an
+ *   asyncio future, so `asyncio.gather` overlaps calls. A failed call raises the namespace's
+ *   error class (`ToolCallError`, an `Exception` with `message` and the member-name attribute,
+ *   e.g. `toolName`). Calls still running when the program returns are interrupted.
+ * - Limits: `memoryBytes` is the address-space limit (Python itself needs about 25 MiB of it),
+ *   `cpuMs` a CPU-time timer backed by the CPU resource limit in whole seconds, `stackBytes`
+ *   the recursion limit at one frame per KiB, `consoleBytes` everything printed (stdout and
+ *   stderr, one ordered stream of lines), `resultBytes` the completion value's JSON.
  *
  * @since 0.1.0
  */

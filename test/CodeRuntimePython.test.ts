@@ -383,6 +383,14 @@ describe.skipIf(environment === undefined)(title, () => {
         bindings: counted
       })
       assert.deepStrictEqual(failure(forged), { kind: "worker-exit", message: "the program broke the runtime protocol" })
+      const deep = yield* rt.run({
+        program: "import os\nos.write(4, b'{\"t\":\"done\",\"value\":' + b'[' * 100000 + b']' * 100000 + b'}\\n')\nos._exit(0)",
+        bindings: []
+      })
+      assert.deepStrictEqual(failure(deep), {
+        kind: "invalid-output",
+        message: "the program's result is not lossless JSON: nested too deeply"
+      })
       const exit = yield* rt.run({ program: "import os\nos._exit(3)", bindings: [] })
       assert.deepStrictEqual(failure(exit), { kind: "worker-exit", message: "the Python process exited with code 3" })
       assert.strictEqual(calls, 0)

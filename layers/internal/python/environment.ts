@@ -152,7 +152,10 @@ const probeBwrap = (command: string, executable: string, paths: ReadonlyArray<st
   Effect.gen(function*() {
     const found = findCommand(command)
     if (found === undefined) return { problem: `${command} was not found` }
-    const workdir = yield* Effect.acquireRelease(Effect.sync(makeWorkdir), (dir) => Effect.sync(() => removeWorkdir(dir)))
+    const workdir = yield* Effect.acquireRelease(
+      Effect.sync(makeWorkdir),
+      (dir) => Effect.sync(() => removeWorkdir(dir))
+    )
     const out = yield* capture(
       found,
       [...bwrapArguments(workdir, paths), executable, "-I", "-S", "-c", "import os; print(os.getcwd())"],

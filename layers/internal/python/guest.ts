@@ -6,7 +6,14 @@ import type { Readable, Writable } from "node:stream"
 /** What the Python side reported about itself. @internal */
 export type GuestKind = "exception" | "invalid-output" | "result-size" | "memory" | "stack" | "timeout"
 
-const GUEST_KINDS: ReadonlySet<string> = new Set(["exception", "invalid-output", "result-size", "memory", "stack", "timeout"])
+const GUEST_KINDS: ReadonlySet<string> = new Set([
+  "exception",
+  "invalid-output",
+  "result-size",
+  "memory",
+  "stack",
+  "timeout"
+])
 
 /** Something the process did, in the order the host saw it. @internal */
 export type GuestEvent =
@@ -62,7 +69,9 @@ const parse = (line: Buffer): GuestEvent => {
   } catch {
     return broken("a line that is not JSON")
   }
-  if (typeof message !== "object" || message === null || Array.isArray(message)) return broken("a line that is not a message")
+  if (typeof message !== "object" || message === null || Array.isArray(message)) {
+    return broken("a line that is not a message")
+  }
   const fields = message as Record<string, unknown>
   switch (fields.t) {
     case "call": {

@@ -212,7 +212,8 @@ const exitedWithout = (spec: RunSpec, guest: Guest, code: number | null, signal:
   const name = signalOf(code, signal, spec.launch.wrapped)
   if (name === "SIGXCPU" || name === "SIGKILL") return failed(logs, "timeout", stops.cpu(spec.limits))
   if (name === "SIGXFSZ") {
-    return failed(logs, "output-limit", `the program wrote a file over the ${spec.python.fileBytes}-byte file size limit`)
+    const limit = spec.python.fileBytes
+    return failed(logs, "output-limit", `the program wrote a file over the ${limit}-byte file size limit`)
   }
   if (name !== undefined) return failed(logs, "worker-exit", `the Python process was killed by ${name}`)
   const stderr = guest.stderrTail().trim().split("\n").pop() ?? ""
@@ -220,7 +221,9 @@ const exitedWithout = (spec: RunSpec, guest: Guest, code: number | null, signal:
   return failed(
     logs,
     "worker-exit",
-    code === 0 ? `the Python process exited without a result${why}` : `the Python process exited with code ${code}${why}`
+    code === 0
+      ? `the Python process exited without a result${why}`
+      : `the Python process exited with code ${code}${why}`
   )
 }
 
@@ -241,7 +244,10 @@ const drive = (
     const start = (call: Call) =>
       FiberSet.run(
         calls,
-        Effect.flatMap(settle(call.binding, call.id, call.args), (line) => Queue.offer(events, { _tag: "Settled", line }))
+        Effect.flatMap(
+          settle(call.binding, call.id, call.args),
+          (line) => Queue.offer(events, { _tag: "Settled", line })
+        )
       )
     for (;;) {
       const event = yield* Queue.take(events)
@@ -340,7 +346,10 @@ export const runProgram = (spec: RunSpec): Effect.Effect<CodeRunResult> =>
     if (sourceBytes > spec.limits.sourceBytes) {
       return failed([], "output-limit", stops.source(spec.limits, sourceBytes))
     }
-    const workdir = yield* Effect.acquireRelease(Effect.try(makeWorkdir), (dir) => Effect.sync(() => removeWorkdir(dir)))
+    const workdir = yield* Effect.acquireRelease(
+      Effect.try(makeWorkdir),
+      (dir) => Effect.sync(() => removeWorkdir(dir))
+    )
     const calls = yield* FiberSet.make<void, never>()
     const exited = yield* Deferred.make<void>()
     const guest = yield* Effect.acquireRelease(
@@ -373,10 +382,14 @@ export const runProgram = (spec: RunSpec): Effect.Effect<CodeRunResult> =>
           }))
         )
     ).pipe(Effect.map(({ guest }) => guest))
-    yield* Effect.forkScoped(Effect.zipRight(Effect.sleep(Duration.millis(spec.limits.wallMs)), Queue.offer(events, WALL)))
+    yield* Effect.forkScoped(
+      Effect.zipRight(Effect.sleep(Duration.millis(spec.limits.wallMs)), Queue.offer(events, WALL))
+    )
     guest.send(configLine(spec))
     return yield* drive(spec, guest, events, calls)
   }).pipe(
     Effect.scoped,
-    Effect.catchAll(() => Effect.succeed(failed([], "worker-exit", "the run's temporary directory could not be created")))
+    Effect.catchAll(() =>
+      Effect.succeed(failed([], "worker-exit", "the run's temporary directory could not be created"))
+    )
   )
