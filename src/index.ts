@@ -9,6 +9,10 @@ export * as Approval from "./Approval.js"
 /** @since 0.1.0 */
 export * as ApprovalGrants from "./ApprovalGrants.js"
 /** @since 0.1.0 */
+export * as ApprovalService from "./ApprovalService.js"
+/** @since 0.1.0 */
+export * as CodeMode from "./CodeMode.js"
+/** @since 0.1.0 */
 export * as CodeRuntime from "./CodeRuntime.js"
 /** @since 0.1.0 */
 export * as CodeSdk from "./CodeSdk.js"
