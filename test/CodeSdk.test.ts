@@ -393,6 +393,7 @@ describe("SDK-3 instruction prose", () => {
         "`toolName` names the tool",
         "Catch it",
         "MAY overlap under `asyncio.gather`",
+        "`import asyncio` first",
         "run alone, one at a time, in the order the program made them",
         "Sequence dependent work with `await`",
         "`print`",

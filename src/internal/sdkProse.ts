@@ -56,8 +56,8 @@ export const PYTHON = [
   "lossless JSON: dicts with string keys, lists, strings, finite numbers, booleans and `None`.",
   "- A failed call raises `ToolCallError`: its `toolName` names the tool and its message says what went wrong " +
   "in plain words. Catch it with `try`/`except ToolCallError` to handle the failure and continue.",
-  "- Independent read-only calls MAY overlap under `asyncio.gather` (start them together, then await the " +
-  `gather); ${OVERLAP}`,
+  "- Independent read-only calls MAY overlap under `asyncio.gather` (`import asyncio` first, start them " +
+  `together, then await the gather); ${OVERLAP}`,
   OUTPUT("print"),
   "- The value the program returns must be lossless JSON as well.",
   "",
