@@ -15,10 +15,12 @@
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
+import { availableParallelism } from "node:os"
 import type { Limits, Service } from "../src/CodeRuntime.js"
 import { CodeRuntime, CodeRuntimeError } from "../src/CodeRuntime.js"
-import { readConfig } from "./internal/quickjs/config.js"
+import { readConfig } from "./internal/quickjs/options.js"
 import * as InThread from "./internal/quickjs/inThread.js"
+import * as InWorkers from "./internal/quickjs/inWorkers.js"
 
 /**
  * Options of both layers: any of the `Limits` (each a positive integer; `memoryBytes` at least
@@ -60,3 +62,49 @@ export const make = (options?: Options): Effect.Effect<Service, CodeRuntimeError
  */
 export const layer = (options?: Options): Layer.Layer<CodeRuntime, CodeRuntimeError> =>
   Layer.scoped(CodeRuntime, make(options))
+
+/**
+ * Options of `layerWorker`: those of `layer`, plus `poolSize` (worker threads, each running
+ * one program at a time; default `min(2, availableParallelism())`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WorkerOptions = Options & { readonly poolSize?: number | undefined }
+
+const MAX_POOL = 256
+
+const poolOptionsOf = (extra: Readonly<Record<string, unknown>>): InWorkers.PoolOptions | string => {
+  const size = extra.poolSize ?? Math.max(1, Math.min(2, availableParallelism()))
+  if (typeof size !== "number" || !Number.isSafeInteger(size) || size < 1 || size > MAX_POOL) {
+    return `poolSize must be an integer from 1 to ${MAX_POOL}`
+  }
+  return { poolSize: size }
+}
+
+/**
+ * The worker-pool runtime as a scoped service: the workers start with the scope (the service
+ * fails if they cannot load the engine) and are terminated, and awaited, when it closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeWorker = (options?: WorkerOptions): Effect.Effect<Service, CodeRuntimeError, Scope.Scope> =>
+  Effect.flatMap(configOf(options, ["poolSize"]), ({ config, extra }) => {
+    const pool = poolOptionsOf(extra)
+    return typeof pool === "string"
+      ? Effect.fail(new CodeRuntimeError({ message: `invalid CodeRuntimeQuickJs options: ${pool}` }))
+      : InWorkers.make(config, pool)
+  })
+
+/**
+ * The runtime hosted in a pool of `worker_threads` (isolation `wasm`): guest CPU never blocks
+ * the caller's event loop, aborts and deadlines land even while a program computes, and a
+ * worker that dies ends its run with `worker-exit` and is replaced. Runs beyond the pool size
+ * wait for a free worker.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerWorker = (options?: WorkerOptions): Layer.Layer<CodeRuntime, CodeRuntimeError> =>
+  Layer.scoped(CodeRuntime, makeWorker(options))

@@ -44,8 +44,6 @@ const memoryError = (result: CodeRunResult, what: string) =>
 const small = {
   cpuMs: 300,
   wallMs: 1_000,
-  memoryBytes: 32 * MiB,
-  stackBytes: 256 * 1024,
   sourceBytes: 1024,
   resultBytes: 64,
   consoleBytes: 4096,
@@ -107,44 +105,6 @@ layer(CodeRuntimeQuickJs.layer(small))("limits (small)", (it) => {
           kind: "exception",
           message: "the program is waiting for a promise that nothing will settle"
         })
-      }))
-  })
-
-  describe("memory and stack", () => {
-    it.effect("D-17: a retained typed-array bomb ends with kind memory at the instance's cap", () =>
-      Effect.gen(function*() {
-        memoryError(yield* run("const kept = []\nwhile (true) kept.push(new Uint8Array(1 << 20))"), "32 MiB memory limit")
-        yield* healthy
-      }))
-
-    it.effect("D-17: a retained string bomb and a small-object bomb end with kind memory", () =>
-      Effect.gen(function*() {
-        memoryError(yield* run("const kept = []\nwhile (true) kept.push('x'.repeat(1 << 16) + kept.length)"), "32 MiB memory limit")
-        memoryError(yield* run("const kept = []\nwhile (true) kept.push({ n: kept.length, s: [kept.length] })"), "32 MiB memory limit")
-        yield* healthy
-      }))
-
-    it.effect("D-17: out of memory caught by the program still ends the run with kind memory", () =>
-      Effect.gen(function*() {
-        const result = yield* run(
-          "let kept = []\ntry { while (true) kept.push(new Uint8Array(1 << 20)) } catch (e) { kept = [] }\nreturn 'recovered'"
-        )
-        memoryError(result, "32 MiB memory limit")
-        memoryError(yield* run("try { new Uint8Array(64 << 20) } catch (e) {}\nreturn 1"), "32 MiB memory limit")
-        yield* healthy
-      }))
-
-    it.effect("D-17: deep recursion overflows the stack limit: kind memory, even when caught", () =>
-      Effect.gen(function*() {
-        const stack = "256 KiB stack limit (stack overflow)"
-        memoryError(yield* run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)"), stack)
-        memoryError(yield* run("function f(n) { return f(n + 1) + 1 }\ntry { f(0) } catch (e) {}\nreturn 'recovered'"), stack)
-        memoryError(yield* run("return JSON.parse('['.repeat(200000))"), stack)
-        assert.deepStrictEqual(
-          yield* run("function f(n) { return n === 0 ? 0 : f(n - 1) + 1 }\nreturn f(300)"),
-          { value: 300, logs: [] }
-        )
-        yield* healthy
       }))
   })
 
@@ -281,6 +241,44 @@ layer(CodeRuntimeQuickJs.layer(small))("limits (small)", (it) => {
         yield* healthy
       }))
   })
+})
+
+layer(CodeRuntimeQuickJs.layer({ cpuMs: 10_000, memoryBytes: 32 * MiB, stackBytes: 256 * 1024 }))("limits (memory and stack)", (it) => {
+  it.effect("D-17: a retained typed-array bomb ends with kind memory at the instance's cap", () =>
+    Effect.gen(function*() {
+      memoryError(yield* run("const kept = []\nwhile (true) kept.push(new Uint8Array(1 << 20))"), "32 MiB memory limit")
+      yield* healthy
+    }))
+
+  it.effect("D-17: a retained string bomb and a small-object bomb end with kind memory", () =>
+    Effect.gen(function*() {
+      memoryError(yield* run("const kept = []\nwhile (true) kept.push('x'.repeat(1 << 16) + kept.length)"), "32 MiB memory limit")
+      memoryError(yield* run("const kept = []\nwhile (true) kept.push({ n: kept.length, s: [kept.length] })"), "32 MiB memory limit")
+      yield* healthy
+    }))
+
+  it.effect("D-17: out of memory caught by the program still ends the run with kind memory", () =>
+    Effect.gen(function*() {
+      const result = yield* run(
+        "let kept = []\ntry { while (true) kept.push(new Uint8Array(1 << 20)) } catch (e) { kept = [] }\nreturn 'recovered'"
+      )
+      memoryError(result, "32 MiB memory limit")
+      memoryError(yield* run("try { new Uint8Array(64 << 20) } catch (e) {}\nreturn 1"), "32 MiB memory limit")
+      yield* healthy
+    }))
+
+  it.effect("D-17: deep recursion overflows the stack limit: kind memory, even when caught", () =>
+    Effect.gen(function*() {
+      const stack = "256 KiB stack limit (stack overflow)"
+      memoryError(yield* run("function f(n) { return f(n + 1) + 1 }\nreturn f(0)"), stack)
+      memoryError(yield* run("function f(n) { return f(n + 1) + 1 }\ntry { f(0) } catch (e) {}\nreturn 'recovered'"), stack)
+      memoryError(yield* run("return JSON.parse('['.repeat(200000))"), stack)
+      assert.deepStrictEqual(
+        yield* run("function f(n) { return n === 0 ? 0 : f(n - 1) + 1 }\nreturn f(300)"),
+        { value: 300, logs: [] }
+      )
+      yield* healthy
+    }))
 })
 
 layer(CodeRuntimeQuickJs.layer({ cpuMs: 3_000 }))("limits (defaults)", (it) => {
