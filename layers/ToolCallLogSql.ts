@@ -325,8 +325,8 @@ const checkLayout = (sql: SqlClient.SqlClient, dialect: Dialect): Effect.Effect<
 // migrations
 // ---------------------------------------------------------------------------------------------
 
-const createError = (message: string): ToolCallLog.ToolCallLogError =>
-  new ToolCallLog.ToolCallLogError({ message: `tool call log could not create its table: ${message}` })
+const migrationError = (what: string, message: string): ToolCallLog.ToolCallLogError =>
+  new ToolCallLog.ToolCallLogError({ message: `tool call log could not ${what}: ${message}` })
 
 const isSqlError = (value: unknown): value is SqlError =>
   typeof value === "object" && value !== null && (value as { readonly _tag?: unknown })._tag === "SqlError"
@@ -340,19 +340,27 @@ const migrationMessage = (failure: unknown): string => {
   return causeMessage(failure)
 }
 
-const migrate = (sql: SqlClient.SqlClient, dialect: Dialect): Effect.Effect<void, ToolCallLog.ToolCallLogError> =>
-  Migrator.make({})({
-    table: migrationsTable,
-    loader: Effect.succeed<ReadonlyArray<Migrator.ResolvedMigration>>([
-      [1, "create_tool_call_log", Effect.succeed(sql.unsafe(CREATE[dialect]))],
-      [2, "index_tool_call_log_tag", Effect.succeed(sql.unsafe(CREATE_TAG_INDEX[dialect]))]
-    ])
-  }).pipe(
+/**
+ * Runs the log's migrations up to `upTo`: 1 creates the table, 2 indexes `tag` (after the layout
+ * check, so a foreign table is reported as such rather than as a failed index).
+ */
+const migrate = (
+  sql: SqlClient.SqlClient,
+  dialect: Dialect,
+  upTo: 1 | 2
+): Effect.Effect<void, ToolCallLog.ToolCallLogError> => {
+  const what = upTo === 1 ? "create its table" : "index its table"
+  const migrations: Array<Migrator.ResolvedMigration> = [
+    [1, "create_tool_call_log", Effect.succeed(sql.unsafe(CREATE[dialect]))]
+  ]
+  if (upTo === 2) migrations.push([2, "index_tool_call_log_tag", Effect.succeed(sql.unsafe(CREATE_TAG_INDEX[dialect]))])
+  return Migrator.make({})({ table: migrationsTable, loader: Effect.succeed(migrations) }).pipe(
     Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.mapError((error) => createError(migrationMessage(error))),
-    Effect.catchAllDefect((defect) => Effect.fail(createError(migrationMessage(defect)))),
+    Effect.mapError((error) => migrationError(what, migrationMessage(error))),
+    Effect.catchAllDefect((defect) => Effect.fail(migrationError(what, migrationMessage(defect)))),
     Effect.asVoid
   )
+}
 
 const dialectOf = (sql: SqlClient.SqlClient): Effect.Effect<Dialect, ToolCallLog.ToolCallLogError> =>
   sql.onDialectOrElse({
@@ -430,11 +438,11 @@ const split = (decoded: ReadonlyArray<Decoded>): LogContents => {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * The log over the `SqlClient` in context: runs the log's migration (creating the table when
- * needed), checks the layout of an existing table and returns the service. Fails with
- * `tool call log could not create its table: <msg>` or, for an existing table of another layout,
- * `tool call log table "tool_call_log" has a different layout: <difference>; …` (reason
- * `TableLayout`).
+ * The log over the `SqlClient` in context: runs the log's first migration (creating the table
+ * when needed), checks the layout of an existing table, runs the second (the `tag` index) and
+ * returns the service. Fails with `tool call log could not create its table: <msg>`, for an
+ * existing table of another layout `tool call log table "tool_call_log" has a different layout:
+ * <difference>; …` (reason `TableLayout`), or `tool call log could not index its table: <msg>`.
  *
  * @since 0.1.0
  * @category constructors
@@ -443,8 +451,9 @@ export const make: Effect.Effect<Service, ToolCallLog.ToolCallLogError, SqlClien
   function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* dialectOf(sql)
-    yield* migrate(sql, dialect)
+    yield* migrate(sql, dialect, 1)
     yield* checkLayout(sql, dialect)
+    yield* migrate(sql, dialect, 2)
 
     const appendError = storageError("tool call log append failed")
     const readError = storageError("tool call log read failed")

@@ -6,7 +6,23 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import * as ToolCallLog from "../src/ToolCallLog.js"
 import * as ToolResultModule from "../src/ToolResult.js"
-import { call0, call1, depthOf, layerFailingFrom, nest, result0, result1, sample } from "./fixtures/toolCallLog.js"
+import * as Presentation from "../src/Presentation.js"
+import {
+  approvalSample,
+  asked1,
+  asked2,
+  call0,
+  call1,
+  decided1,
+  decided2,
+  depthOf,
+  late2,
+  layerFailingFrom,
+  nest,
+  result0,
+  result1,
+  sample
+} from "./fixtures/toolCallLog.js"
 
 const failMessage = <A, R>(effect: Effect.Effect<A, ToolCallLog.ToolCallLogError, R>) =>
   Effect.map(Effect.flip(effect), (error) => {
@@ -166,4 +182,61 @@ describe("test/fixtures/toolCallLog", () => {
       assert.strictEqual(yield* failMessage(log.append(call1)), "tool call log append failed: injected failure")
       assert.deepStrictEqual(yield* log.records, [call0])
     }).pipe(Effect.provide(layerFailingFrom(1))))
+})
+
+describe("issue 10: approval audit records", () => {
+  it.effect("D-18: the three approval records validate to detached frozen copies; undeclared keys (argument values) are dropped", () =>
+    Effect.gen(function*() {
+      for (const record of [asked1, decided1, asked2, decided2, late2]) {
+        assert.deepStrictEqual(yield* ToolCallLog.validate(record), record)
+      }
+      const stray = yield* ToolCallLog.validate({ ...asked1, arguments: { path: "/secret" } })
+      assert.deepStrictEqual(stray, asked1)
+      assert.isTrue(Object.isFrozen(stray))
+    }))
+
+  it.effect("APPR-6 / T-APPR-033: outcomes and deciders are closed vocabularies", () =>
+    Effect.gen(function*() {
+      const bad: ReadonlyArray<unknown> = [
+        { ...decided1, outcome: "maybe" },
+        { ...decided1, by: "someone" },
+        { ...decided1, by: "grant:" },
+        { ...late2, by: "policy" },
+        (({ argumentsDigest: _, ...rest }) => rest)(asked1),
+        (({ agent: _, ...rest }) => rest)(asked1)
+      ]
+      const messages: Array<string> = []
+      for (const record of bad) messages.push(yield* failMessage(ToolCallLog.validate(record)))
+      assert.deepStrictEqual(messages, [
+        "invalid tool call log record: outcome: Expected \"allowed-once\", actual \"maybe\"",
+        "invalid tool call log record: by: Expected \"answerer\", actual \"someone\"",
+        "invalid tool call log record: by: Expected \"answerer\", actual \"grant:\"",
+        "invalid tool call log record: by: Expected \"answerer\", actual \"policy\"",
+        "invalid tool call log record: argumentsDigest is missing",
+        "invalid tool call log record: agent is missing"
+      ])
+      for (const by of ["answerer", "policy", "abort", "error", "grant:g-7"] as const) {
+        yield* ToolCallLog.validate({ ...decided2, by })
+      }
+    }))
+
+  it("the audit query groups records by approval id in first-appearance order, ignoring every other record", () => {
+    const decidedOnly: ToolCallLog.ApprovalDecidedRecord = { _tag: "approval/decided", id: "ap-9", outcome: "rejected", by: "policy" }
+    const again: ToolCallLog.ApprovalDecidedRecord = { ...decided1, outcome: "rejected" }
+    assert.deepStrictEqual(ToolCallLog.approvalAudit([...approvalSample, decidedOnly, again]), [
+      { id: "ap-1", asked: asked1, decided: decided1, late: [] },
+      { id: "ap-2", asked: asked2, decided: decided2, late: [late2] },
+      { id: "ap-9", decided: decidedOnly, late: [] }
+    ])
+    assert.deepStrictEqual(ToolCallLog.approvalAudit(sample), [])
+    assert.deepStrictEqual(ToolCallLog.approvalTags, ["approval/asked", "approval/decided", "approval/late"])
+    assert.deepStrictEqual(approvalSample.filter(ToolCallLog.isApprovalRecord), [asked1, decided1, asked2, decided2, late2])
+  })
+
+  it("D-18: replay skips approval records for cards (the same cards with or without them)", () => {
+    const lookup = () => undefined
+    const withAudit = Presentation.replay(approvalSample, lookup)
+    assert.deepStrictEqual(withAudit, Presentation.replay([call0, result0], lookup))
+    assert.strictEqual(withAudit.length, 1)
+  })
 })
