@@ -137,6 +137,10 @@ export const layer = <
 > => {
   const read = readOptions(options)
   if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
+  return assemble(read) as never
+}
+
+const assemble = (read: Read): Layer.Layer<never, unknown, unknown> => {
   const base = Layer.mergeAll(
     InMemoryToolRegistry.layer,
     read.ids ?? IdGenerator.layerRandom,
@@ -148,7 +152,7 @@ export const layer = <
     read.timeout === false ? Layer.empty : TimeoutPolicy.layerWith(read.timeout),
     read.tools.length === 0 ? Layer.empty : registering(read.tools)
   )
-  return policies.pipe(Layer.provideMerge(services)) as never
+  return policies.pipe(Layer.provideMerge(services))
 }
 
 const registering = (tools: ReadonlyArray<Tool.Any>): Layer.Layer<never, unknown, unknown> =>
@@ -193,13 +197,18 @@ const readOptions = (options: unknown): Read | string => {
   if (options === undefined) return { tools: [], approval: undefined, log: undefined, ids: undefined, timeout: undefined }
   const values = readKeys(prefix, options, KEYS)
   if (typeof values === "string") return values
-  const tools = copyTools(values.tools)
+  return checkValues(prefix, values)
+}
+
+/** The options' values (read once), checked; a string is the message of the defect. */
+const checkValues = (label: string, values: Readonly<Record<(typeof KEYS)[number], unknown>>): Read | string => {
+  const tools = copyTools(label, values.tools)
   if (typeof tools === "string") return tools
   for (const key of ["approval", "log", "ids"] as const) {
     const value = values[key]
-    if (value !== undefined && !isLayer(value)) return `${prefix} option "${key}" must be a Layer`
+    if (value !== undefined && !isLayer(value)) return `${label} option "${key}" must be a Layer`
   }
-  const timeout = readTimeout(values.timeout)
+  const timeout = readTimeout(label, values.timeout)
   if (typeof timeout === "string") return timeout
   return {
     tools,
@@ -218,7 +227,7 @@ const isLayer = (value: unknown): boolean => {
   }
 }
 
-const copyTools = (tools: unknown): ReadonlyArray<Tool.Any> | string => {
+const copyTools = (prefix: string, tools: unknown): ReadonlyArray<Tool.Any> | string => {
   if (tools === undefined) return []
   try {
     if (!Array.isArray(tools)) return `${prefix} option "tools" must be an array of tool definitions`
@@ -231,7 +240,7 @@ const copyTools = (tools: unknown): ReadonlyArray<Tool.Any> | string => {
   }
 }
 
-const readTimeout = (timeout: unknown): false | TimeoutPolicy.Options | undefined | string => {
+const readTimeout = (prefix: string, timeout: unknown): false | TimeoutPolicy.Options | undefined | string => {
   if (timeout === undefined || timeout === true) return undefined
   if (timeout === false) return false
   const shape = `${prefix} option "timeout" must be true, false or { defaultTimeoutMs }`
@@ -352,42 +361,53 @@ export const layerApproval = <
   Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<L> | ContextOf<I> | ContextOf<G>
 > => {
   const label = "Presets.layerApproval"
-  const values = options === undefined ? Object.create(null) as Record<string, unknown> : readKeys(label, options, [
-    "tools",
-    "log",
-    "timeout",
-    "ids",
-    "policy",
-    "grants",
-    "interactive",
-    "approvalIds"
-  ] as const)
+  const values = options === undefined
+    ? Object.create(null) as Record<(typeof APPROVAL_KEYS)[number], unknown>
+    : readKeys(label, options, APPROVAL_KEYS)
   if (typeof values === "string") return Layer.die(new Cause.IllegalArgumentException(values))
+  const read = checkValues(label, { ...values, approval: undefined })
+  if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
+  const approval = approvalLayer(label, values)
+  if (typeof approval === "string") return Layer.die(new Cause.IllegalArgumentException(approval))
+  return assemble({ ...read, approval }) as never
+}
+
+const APPROVAL_KEYS = ["tools", "log", "timeout", "ids", "policy", "grants", "interactive", "approvalIds"] as const
+
+/** The approval service {@link layerApproval} wires in, from its checked options. */
+const approvalLayer = (
+  label: string,
+  values: Readonly<Record<(typeof APPROVAL_KEYS)[number], unknown>>
+): Layer.Layer<never, unknown, unknown> | string => {
   const { approvalIds, grants, interactive, policy } = values
   if (policy !== undefined && policy !== "ask" && policy !== "never") {
-    return Layer.die(new Cause.IllegalArgumentException(`${label} option "policy" must be "ask" or "never"`))
+    return `${label} option "policy" must be "ask" or "never"`
   }
-  if (grants !== undefined && !isLayer(grants)) {
-    return Layer.die(new Cause.IllegalArgumentException(`${label} option "grants" must be a Layer`))
-  }
+  if (grants !== undefined && !isLayer(grants)) return `${label} option "grants" must be a Layer`
   if (interactive !== undefined && typeof interactive !== "boolean") {
-    return Layer.die(new Cause.IllegalArgumentException(`${label} option "interactive" must be a boolean`))
+    return `${label} option "interactive" must be a boolean`
   }
-  const serviceOptions: ApprovalService.Options = {
-    policy: policy as ApprovalService.Policy | undefined,
-    ids: approvalIds as IdGenerator.Service | undefined
+  let ids: IdGenerator.Service | undefined
+  try {
+    const next = typeof approvalIds === "object" && approvalIds !== null
+      ? (approvalIds as { readonly next?: unknown }).next
+      : undefined
+    if (approvalIds !== undefined && typeof next !== "function") {
+      return `${label} option "approvalIds" must be an IdGenerator service`
+    }
+    ids = approvalIds as IdGenerator.Service | undefined
+  } catch (thrown) {
+    return `${label} could not read option "approvalIds": ${detailOf(thrown).message}`
   }
+  const serviceOptions: ApprovalService.Options = { policy, ids }
   const service = interactive === true
     ? ApprovalLayers.layerInteractiveService(serviceOptions)
     : ApprovalService.layer(serviceOptions)
-  const approval = grants === undefined
+  return (grants === undefined
     ? service
-    : service.pipe(Layer.provideMerge(grants as Layer.Layer<ApprovalGrants, unknown, unknown>))
-  return layer({
-    tools: values.tools as ReadonlyArray<T> | undefined,
-    log: values.log as L | undefined,
-    timeout: values.timeout as Options["timeout"],
-    ids: values.ids as I | undefined,
-    approval
-  }) as never
+    : service.pipe(Layer.provideMerge(grants as Layer.Layer<ApprovalGrants, unknown, unknown>))) as Layer.Layer<
+      never,
+      unknown,
+      unknown
+    >
 }

@@ -6,9 +6,24 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Chunk, Context, Effect, Either, Exit, FastCheck, Fiber, Layer, Option, Runtime, Scope, Stream } from "effect"
 import { getEventListeners } from "node:events"
 import * as ApprovalLayers from "../layers/ApprovalLayers.js"
+import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
+import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as Approval from "../src/Approval.js"
+import * as ApprovalGrants from "../src/ApprovalGrants.js"
+import type * as ApprovalService from "../src/ApprovalService.js"
+import * as IdGenerator from "../src/IdGenerator.js"
+import * as ToolCallLog from "../src/ToolCallLog.js"
 import { PreDecision } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
+import {
+  approvalRecords,
+  ask as askService,
+  askedFor,
+  layerService,
+  layerServiceWithGrants,
+  makeRequest,
+  pair
+} from "./fixtures/approval.js"
 import * as Hostile from "./fixtures/hostile.js"
 import { ABORTED_BEFORE_DISPATCH, echo, execute, isPending, layerWithApproval } from "./fixtures/runtime.js"
 
@@ -520,4 +535,108 @@ describe("Approval layers", () => {
         assert.strictEqual(controllers.filter((c) => abortListeners(c.signal) > 0).length, 0)
       }).pipe(Effect.provide(layerWithApproval(ApprovalLayers.layerInteractive))))
   })
+})
+
+describe("issue 10 item 2: the interactive channel as an answerer of ApprovalService", () => {
+  const { InteractiveApprovals } = ApprovalLayers
+  const layer = () =>
+    ApprovalLayers.layerInteractiveAnswerer().pipe(Layer.provideMerge(layerServiceWithGrants()))
+
+  const nextArrival = Effect.flatMap(
+    InteractiveApprovals,
+    ({ arrivals }) => Effect.map(Stream.runHead(arrivals), Option.getOrThrow)
+  )
+
+  it.scoped("a pending request answered from another fiber decides; a second answer fails `answered`", () =>
+    Effect.gen(function*() {
+      const interactive = yield* InteractiveApprovals
+      const request = makeRequest({ reason: "rm -rf" })
+      const fiber = yield* Effect.fork(askService(request))
+      const pending = yield* nextArrival
+      assert.strictEqual(pending.request, request, "the person sees the runtime's request itself")
+      const answerer = yield* Effect.fork(interactive.answer(pending.id, "rejected"))
+      yield* Fiber.join(answerer)
+      assert.strictEqual(yield* Fiber.join(fiber), "rejected")
+      assert.strictEqual(yield* refused(interactive.answer(pending.id, "allowed-once")), "answered")
+      assert.strictEqual(yield* refused(pending.answer("allowed-once")), "answered")
+      assert.deepStrictEqual(yield* approvalRecords, pair(askedFor("a-1", request), "rejected", "answerer"))
+    }).pipe(Effect.provide(layer())))
+
+  it.scoped("an answer after the call aborted fails `cancelled`; the service decided `cancelled` by abort", () =>
+    Effect.gen(function*() {
+      const interactive = yield* InteractiveApprovals
+      const controller = new AbortController()
+      const fiber = yield* Effect.fork(askService(makeRequest({ signal: controller.signal })))
+      const pending = yield* nextArrival
+      controller.abort()
+      assert.strictEqual(yield* Fiber.join(fiber), "cancelled")
+      assert.strictEqual(yield* refused(interactive.answer(pending.id, "allowed-once")), "cancelled")
+      assert.deepStrictEqual(yield* interactive.pending, [])
+      assert.deepStrictEqual(yield* approvalRecords, pair(askedFor("a-1"), "cancelled", "abort"))
+      assert.deepStrictEqual(yield* (yield* ApprovalGrants.ApprovalGrants).list, [])
+    }).pipe(Effect.provide(layer())))
+
+  it.scoped("\"always allow\" flows to the service: the grant is stored and answers the next request", () =>
+    Effect.gen(function*() {
+      const interactive = yield* InteractiveApprovals
+      const fiber = yield* Effect.fork(askService(makeRequest({ arguments: { path: "a" } })))
+      const pending = yield* nextArrival
+      yield* interactive.answer(pending.id, {
+        outcome: "allowed-once",
+        remember: { scope: "global", match: "arguments", ttl: "1 hour" }
+      })
+      assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
+      assert.strictEqual(yield* askService(makeRequest({ callId: "c2", arguments: { path: "a" } })), "allowed-once")
+      assert.deepStrictEqual(yield* interactive.pending, [], "the second request never reached the person")
+      const audit = yield* ToolCallLog.approvals
+      assert.deepStrictEqual(audit.map((entry) => entry.decided?.by), ["answerer", "grant:grant-1"])
+      const other = yield* Effect.fork(askService(makeRequest({ callId: "c3", arguments: { path: "b" } })))
+      const next = yield* nextArrival
+      assert.strictEqual(next.request.callId, "c3", "other arguments are asked again")
+      yield* next.answer("rejected")
+      assert.strictEqual(yield* Fiber.join(other), "rejected")
+    }).pipe(Effect.provide(layer())))
+
+  it.scoped("an answer outside the vocabulary decides `unavailable`, audited as the answerer's error", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(askService())
+      const pending = yield* nextArrival
+      yield* pending.answer(Hostile.throwingProxy() as ApprovalService.Answer)
+      assert.strictEqual(yield* Fiber.join(fiber), "unavailable")
+      assert.deepStrictEqual(yield* approvalRecords, pair(askedFor("a-1"), "unavailable", "error"))
+    }).pipe(Effect.provide(layer())))
+
+  it.effect("closing the channel answers its pending requests `unavailable` and removes the answerer", () =>
+    Effect.gen(function*() {
+      const base = yield* Layer.build(layerService())
+      const scope = yield* Scope.make()
+      const channel = yield* Layer.buildWithScope(ApprovalLayers.layerInteractiveAnswerer(), scope).pipe(
+        Effect.provide(base)
+      )
+      const fiber = yield* Effect.fork(Effect.provide(askService(), base))
+      yield* Effect.provide(nextArrival, channel)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(yield* Fiber.join(fiber), "unavailable")
+      assert.strictEqual(yield* Effect.provide(askService(makeRequest({ callId: "c2" })), base), "unavailable")
+      const records = yield* Effect.provide(approvalRecords, base)
+      assert.deepStrictEqual(records, [
+        ...pair(askedFor("a-1"), "unavailable", "answerer"),
+        ...pair(askedFor("a-2", makeRequest({ callId: "c2" })), "unavailable", "policy")
+      ])
+    }).pipe(Effect.scoped))
+
+  it.scoped("layerInteractiveService: the audited service with the person as its global answerer", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.fork(askService())
+      const pending = yield* nextArrival
+      yield* pending.answer("allowed-once")
+      assert.strictEqual(yield* Fiber.join(fiber), "allowed-once")
+      assert.deepStrictEqual(yield* approvalRecords, pair(askedFor("a-1"), "allowed-once", "answerer"))
+    }).pipe(
+      Effect.provide(
+        ApprovalLayers.layerInteractiveService({ ids: IdGenerator.counter("a-") }).pipe(
+          Layer.provideMerge(Layer.mergeAll(ToolCallLogMemory.layer, InMemoryToolRegistry.layer))
+        )
+      )
+    ))
 })

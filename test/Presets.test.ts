@@ -8,6 +8,8 @@ import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Presets from "../layers/Presets.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as ToolCallLogNoop from "../layers/ToolCallLogNoop.js"
+import * as ApprovalGrants from "../src/ApprovalGrants.js"
+import * as ApprovalService from "../src/ApprovalService.js"
 import * as IdGenerator from "../src/IdGenerator.js"
 import { PreDecision } from "../src/Policy.js"
 import * as Scheduler from "../src/Scheduler.js"
@@ -197,6 +199,98 @@ describe("issue 11 item 6: Presets.layer", () => {
       assert.strictEqual((yield* IdGenerator.IdGenerator).next(), "ctx-1")
       assert.isTrue(Context.isTag(ToolRuntime))
     }).pipe(Effect.provide(Presets.layerTest())))
+})
+
+describe("issue 10 item 4: the approval service composes in one call", () => {
+  it.scoped("Presets.layer({ approval: ApprovalService.layer() }) builds the service over the chosen log and registry", () =>
+    Effect.gen(function*() {
+      const service = yield* ApprovalService.ApprovalService
+      yield* service.answer(() => Effect.succeed("rejected"))
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "main", arguments: { text: "hi" } })
+      assert.deepStrictEqual(result, errorResult("the user rejected tool \"echo\""))
+      const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records)
+      assert.deepStrictEqual(records.map((record) => record._tag), ["approval/asked", "approval/decided"])
+    }).pipe(
+      Effect.provide(asking.pipe(Layer.provideMerge(Presets.layer({
+        tools: [echo()],
+        approval: ApprovalService.layer(),
+        log: ToolCallLogMemory.layer
+      }))))
+    ))
+
+  it.scoped("Presets.layerApproval: the service, its grants when given, the person's channel only with interactive: true", () =>
+    Effect.gen(function*() {
+      const plain = yield* Effect.provide(
+        Effect.all([
+          Effect.serviceOption(ApprovalService.ApprovalService),
+          Effect.serviceOption(ApprovalLayers.InteractiveApprovals),
+          Effect.serviceOption(ApprovalGrants.ApprovalGrants)
+        ]),
+        Presets.layerApproval()
+      )
+      assert.deepStrictEqual(plain.map((o: Option.Option<unknown>) => Option.isSome(o)), [true, false, false])
+      const full = yield* Effect.provide(
+        Effect.all([
+          Effect.serviceOption(ApprovalService.ApprovalService),
+          Effect.serviceOption(ApprovalLayers.InteractiveApprovals),
+          Effect.serviceOption(ApprovalGrants.ApprovalGrants)
+        ]),
+        Presets.layerApproval({ interactive: true, grants: ApprovalGrants.layerMemory })
+      )
+      assert.deepStrictEqual(full.map((o: Option.Option<unknown>) => Option.isSome(o)), [true, true, true])
+    }))
+
+  it.scoped("Presets.layerApproval: policy `never` is the deployment default", () =>
+    Effect.gen(function*() {
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "main", arguments: {} })
+      assert.deepStrictEqual(result, errorResult("the user rejected tool \"echo\""))
+    }).pipe(Effect.provide(asking.pipe(Layer.provideMerge(Presets.layerApproval({ tools: [echo()], policy: "never" }))))))
+
+  describe("Presets.layerApproval options that cannot be used are a defect raised at build (read once)", () => {
+    const cases: ReadonlyArray<readonly [string, () => unknown, string]> = [
+      ["null", () => null, "Presets.layerApproval options must be an object"],
+      ["a bad policy", () => ({ policy: "sometimes" }), "Presets.layerApproval option \"policy\" must be \"ask\" or \"never\""],
+      ["grants not a Layer", () => ({ grants: {} }), "Presets.layerApproval option \"grants\" must be a Layer"],
+      ["interactive not a boolean", () => ({ interactive: "yes" }), "Presets.layerApproval option \"interactive\" must be a boolean"],
+      ["approvalIds not a generator", () => ({ approvalIds: 3 }), "Presets.layerApproval option \"approvalIds\" must be an IdGenerator service"],
+      ["tools not an array", () => ({ tools: echo() }), "Presets.layerApproval option \"tools\" must be an array of tool definitions"],
+      ["a throwing grants getter", () => ({
+        get grants() {
+          throw new Error("no grants")
+        }
+      }), "Presets.layerApproval could not read option \"grants\": no grants"]
+    ]
+    for (const [label, options, message] of cases) {
+      it.effect(label, () =>
+        Effect.map(buildDefect(Presets.layerApproval(options() as never) as Layer.Layer<unknown, unknown, never>), (actual) =>
+          assert.strictEqual(actual, message)))
+    }
+
+    it.effect("each option is read exactly once", () =>
+      Effect.gen(function*() {
+        const read = Hostile.counted({
+          tools: [echo()],
+          log: undefined,
+          timeout: true,
+          ids: undefined,
+          policy: "ask",
+          grants: undefined,
+          interactive: false,
+          approvalIds: undefined
+        })
+        yield* Effect.scoped(Layer.build(Presets.layerApproval(read.value as never) as Layer.Layer<unknown>))
+        assert.deepStrictEqual(Object.fromEntries(read.reads), {
+          tools: 1,
+          log: 1,
+          timeout: 1,
+          ids: 1,
+          policy: 1,
+          grants: 1,
+          interactive: 1,
+          approvalIds: 1
+        })
+      }))
+  })
 })
 
 describe("issue 11 item 6: ToolCallLogNoop", () => {

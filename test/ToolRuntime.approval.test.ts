@@ -1,26 +1,41 @@
 /**
- * Approval inside the pipeline: APPR-1…5, D-7, and the interactive approval layer end to end.
+ * Approval inside the pipeline: APPR-1…5, D-7, the interactive approval layer end to end, and
+ * issue 10 — what the person sees, the misconfiguration warning, grants against denies and
+ * guards, a person answering through the audited service.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Stream } from "effect"
+import { createHash } from "node:crypto"
 import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as Presets from "../layers/Presets.js"
+import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as Approval from "../src/Approval.js"
 import type { ApprovalOutcome } from "../src/Approval.js"
+import * as ApprovalGrants from "../src/ApprovalGrants.js"
+import * as ApprovalService from "../src/ApprovalService.js"
+import * as IdGenerator from "../src/IdGenerator.js"
 import { PreDecision } from "../src/Policy.js"
+import * as ToolCallLog from "../src/ToolCallLog.js"
+import { ToolRegistry } from "../src/ToolRegistry.js"
 import type { ToolResult } from "../src/ToolResult.js"
+import { captureWarnings } from "./fixtures/approval.js"
+import * as Hostile from "./fixtures/hostile.js"
 import {
   ABORTED_BEFORE_DISPATCH,
   answer,
+  echo,
   echoed,
   errorResult,
   execute,
+  isDeepFrozen,
   isPending,
   layerNoApproval,
   layerWithApproval,
   makeProbe,
   type Probe,
-  setupWith
+  rawTool,
+  setupWith,
+  unknownTool
 } from "./fixtures/runtime.js"
 
 /** {@link setupWith} plus a global pre-execute hook that asks for approval. */
@@ -259,4 +274,274 @@ describe("APPR with the interactive layer", () => {
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
       assert.strictEqual(probe.count("pre"), 0)
     }).pipe(Effect.provide(layer)))
+})
+
+describe("APPR-3 / issue 10 item 2: what the person sees", () => {
+  const asked = (outcome: ApprovalOutcome = "allowed-once") => {
+    const probe = makeProbe()
+    return { probe, layer: Presets.layerTest([answer(probe, outcome)]) }
+  }
+
+  it.scoped("APPR-3: the request carries the frozen arguments (the object policies saw), their digest, the description and the call card", () => {
+    const { layer, probe } = asked()
+    return Effect.gen(function*() {
+      yield* setupWith(probe, {
+        presentCall: (args) => ({ card: "terminal", title: `echo ${(args as { text: string }).text}`, cwd: "/tmp" })
+      })
+      const tools = yield* ToolRegistry
+      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({})))
+      const args = { text: "hi", nested: { b: 2, a: 1 } }
+      yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: args })
+      const request = probe.requests[0]!
+      assert.strictEqual(request.arguments, probe.preSeen[0]!.arguments, "the execution's own snapshot")
+      assert.notStrictEqual(request.arguments, args)
+      assert.isTrue(isDeepFrozen(request.arguments))
+      assert.isTrue(Object.isFrozen(request))
+      assert.strictEqual(request.argumentsDigest, Approval.argumentsDigest(args))
+      assert.strictEqual(
+        request.argumentsDigest,
+        createHash("sha256").update("{\"nested\":{\"a\":1,\"b\":2},\"text\":\"hi\"}").digest("hex")
+      )
+      assert.strictEqual(request.visible, true)
+      assert.strictEqual(request.description, "Echo text.")
+      assert.deepStrictEqual(request.call, { card: "terminal", title: "echo hi", cwd: "/tmp" })
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("APPR-3: the digest does not depend on key order", () => {
+    const probe = makeProbe()
+    return Effect.gen(function*() {
+      yield* asking(probe)
+      yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "x", n: [1, { y: 1, x: 2 }] } })
+      yield* execute({ callId: "c2", name: "echo", agent: "a", arguments: { n: [1, { x: 2, y: 1 }], text: "x" } })
+      assert.strictEqual(probe.requests[0]!.argumentsDigest, probe.requests[1]!.argumentsDigest)
+      yield* execute({ callId: "c3", name: "echo", agent: "a", arguments: { n: [{ x: 2, y: 1 }, 1], text: "x" } })
+      assert.notStrictEqual(probe.requests[0]!.argumentsDigest, probe.requests[2]!.argumentsDigest, "array order matters")
+    }).pipe(Effect.provide(Presets.layerTest([answer(probe, "rejected"), answer(probe, "rejected"), answer(probe, "rejected")])))
+  })
+
+  it.scoped("APPR-3: a tool the agent cannot see is asked with `visible: false`, no description and the generic card", () => {
+    const probe = makeProbe()
+    return Effect.gen(function*() {
+      yield* asking(probe)
+      const tools = yield* ToolRegistry
+      yield* tools.register(rawTool("secret", () => Effect.succeed("s"), { description: "Only for b." }), { agent: "b" })
+      const result = yield* execute({ callId: "c1", name: "secret", agent: "a", arguments: { k: 1 } })
+      assert.deepStrictEqual(result, unknownTool("secret"))
+      const request = probe.requests[0]!
+      assert.strictEqual(request.visible, false)
+      assert.isFalse("description" in request)
+      assert.deepStrictEqual(request.call, { card: "generic", title: "secret", rawInput: { k: 1 } })
+    }).pipe(Effect.provide(Presets.layerTest([answer(probe, "allowed-once")])))
+  })
+
+  const presenters: ReadonlyArray<readonly [string, (args: unknown) => unknown]> = [
+    ["throws", () => {
+      throw new Error("presenter broke")
+    }],
+    ["returns a throwing proxy", () => Hostile.throwingProxy()],
+    ["returns something that is not a card", () => ({ card: "hologram", title: "x" })],
+    ["returns a bigint-bearing card", () => ({ card: "generic", title: "x", size: 10n })]
+  ]
+  for (const [how, presentCall] of presenters) {
+    it.scoped(`APPR-3 / D-10: a presenter that ${how} gives the generic card; the call proceeds`, () => {
+      const probe = makeProbe()
+      return Effect.gen(function*() {
+        yield* setupWith(probe, { presentCall: presentCall as never })
+        const tools = yield* ToolRegistry
+        yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Ask({})))
+        const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } })
+        assert.deepStrictEqual(result, echoed("hi"))
+        assert.deepStrictEqual(probe.requests[0]!.call, { card: "generic", title: "echo", rawInput: { text: "hi" } })
+      }).pipe(Effect.provide(Presets.layerTest([answer(probe, "allowed-once")])))
+    })
+  }
+})
+
+describe("APPR-1 / issue 10 item 4: no silent misconfiguration", () => {
+  const MISSING = "a tool call asked for approval, but this runtime has no Approval service"
+
+  it.effect("APPR-1: the pinned denial text stays; one warning per runtime names the missing Approval Layer", () => {
+    const { layer, lines } = captureWarnings()
+    const run = Effect.gen(function*() {
+      yield* askSetup()
+      const tools = yield* ToolRegistry
+      yield* tools.register(echo({ name: "other" }))
+      const first = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: {} })
+      const second = yield* execute({ callId: "c2", name: "other", agent: "a", arguments: {} })
+      assert.deepStrictEqual(first, errorResult("tool \"echo\" requires approval (not yet supported)"))
+      assert.deepStrictEqual(second, errorResult("tool \"other\" requires approval (not yet supported)"))
+    }).pipe(Effect.scoped, Effect.provide(layerNoApproval))
+    return Effect.gen(function*() {
+      yield* run
+      assert.strictEqual(lines.length, 1)
+      assert.include(lines[0], MISSING)
+      assert.include(lines[0], "ApprovalService.layer")
+      assert.include(lines[0], "Presets.layerApproval")
+      yield* run
+      assert.strictEqual(lines.length, 2, "a second runtime warns once too")
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.scoped("APPR-1: with an Approval service mounted, nothing is warned", () => {
+    const { layer, lines } = captureWarnings()
+    return Effect.gen(function*() {
+      yield* askSetup()
+      yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: {} })
+      assert.deepStrictEqual(lines, [])
+    }).pipe(Effect.provide(Layer.merge(layerWithApproval(ApprovalLayers.layerDenyAll), layer)))
+  })
+
+  it.scoped("issue 10 item 4: Presets.layerApproval wires the service over the chosen log in one call", () =>
+    Effect.gen(function*() {
+      yield* askSetup("sure?")
+      const service = yield* ApprovalService.ApprovalService
+      yield* service.answer(() => Effect.succeed("allowed-once"))
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "ok" } })
+      assert.deepStrictEqual(result, echoed("ok"))
+      const [entry] = yield* ToolCallLog.approvals
+      assert.deepStrictEqual(entry!.asked, {
+        _tag: "approval/asked",
+        id: "ap-1",
+        toolName: "echo",
+        callId: "c1",
+        agent: "a",
+        reason: "sure?",
+        argumentsDigest: Approval.argumentsDigest({ text: "ok" })!
+      })
+      assert.deepStrictEqual(entry!.decided, { _tag: "approval/decided", id: "ap-1", outcome: "allowed-once", by: "answerer" })
+    }).pipe(Effect.provide(Presets.layerApproval({ log: ToolCallLogMemory.layer, approvalIds: IdGenerator.counter("ap-") }))))
+})
+
+describe("GUARD-1 / issue 10 item 3: a remembered grant answers only an ask", () => {
+  const layer = () => Presets.layerApproval({
+    log: ToolCallLogMemory.layer,
+    grants: ApprovalGrants.layerMemory,
+    approvalIds: IdGenerator.counter("ap-")
+  })
+
+  const granted = (probe: Probe) =>
+    Effect.gen(function*() {
+      const { tools } = yield* askingWith(probe)
+      const grants = yield* ApprovalGrants.ApprovalGrants
+      const grant = yield* grants.grant({ toolName: "echo" })
+      return { tools, grant }
+    })
+
+  it.scoped("a live grant allows the ask (by grant:<id>): guards and the body run, no answerer is asked", () => {
+    const probe = makeProbe()
+    return Effect.gen(function*() {
+      const { grant } = yield* granted(probe)
+      const service = yield* ApprovalService.ApprovalService
+      let answered = 0
+      yield* service.answer(() => Effect.sync(() => (answered++, "rejected" as const)))
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } })
+      assert.deepStrictEqual(result, echoed("hi"))
+      assert.strictEqual(answered, 0)
+      assert.deepStrictEqual(probe.log, ["pre", "guard", "around", "body", "post", "fin", "observe"])
+      const [entry] = yield* ToolCallLog.approvals
+      assert.strictEqual(entry!.decided!.by, `grant:${grant.id}`)
+    }).pipe(Effect.provide(layer()))
+  })
+
+  it.scoped("a pre-execute deny wins over a grant: approval is never asked", () => {
+    const probe = makeProbe()
+    return Effect.gen(function*() {
+      const { tools } = yield* granted(probe)
+      yield* tools.onPreExecute(() => Effect.succeed(PreDecision.Deny({ reason: "policy says no" })), { prepend: true })
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } })
+      assert.deepStrictEqual(result, errorResult("policy says no"))
+      assert.strictEqual(probe.count("body"), 0)
+      assert.deepStrictEqual(yield* ToolCallLog.approvals, [])
+    }).pipe(Effect.provide(layer()))
+  })
+
+  it.scoped("a guard wins over a grant (guards run after approval): the grant allowed the ask, the guard denies", () => {
+    const probe = makeProbe()
+    return Effect.gen(function*() {
+      const { grant, tools } = yield* granted(probe)
+      yield* tools.guard(() => "terminal policy", { agent: "a" })
+      const result = yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "hi" } })
+      assert.deepStrictEqual(result, errorResult("terminal policy"))
+      assert.strictEqual(probe.count("body"), 0)
+      const [entry] = yield* ToolCallLog.approvals
+      assert.deepStrictEqual(entry!.decided, {
+        _tag: "approval/decided",
+        id: "ap-1",
+        outcome: "allowed-once",
+        by: `grant:${grant.id}`
+      })
+      const other = yield* execute({ callId: "c2", name: "echo", agent: "b", arguments: { text: "hi" } })
+      assert.deepStrictEqual(other, echoed("hi"), "the guard is agent a's only")
+    }).pipe(Effect.provide(layer()))
+  })
+
+  it.scoped("a call allowed without an ask never consults grants or audits", () =>
+    Effect.gen(function*() {
+      const tools = yield* ToolRegistry
+      yield* tools.register(echo())
+      yield* (yield* ApprovalGrants.ApprovalGrants).grant({ toolName: "echo" })
+      assert.deepStrictEqual(yield* execute({ callId: "c1", name: "echo", agent: "a", arguments: {} }), echoed(""))
+      assert.deepStrictEqual(yield* ToolCallLog.approvals, [])
+    }).pipe(Effect.provide(layer())))
+})
+
+describe("issue 10: a person answering through the service", () => {
+  const layer = () => Presets.layerApproval({
+    log: ToolCallLogMemory.layer,
+    grants: ApprovalGrants.layerMemory,
+    interactive: true,
+    approvalIds: IdGenerator.counter("ap-")
+  })
+
+  const nextPending = Effect.flatMap(
+    ApprovalLayers.InteractiveApprovals,
+    ({ arrivals }) => Effect.map(Stream.runHead(arrivals), Option.getOrThrow)
+  )
+
+  it.scoped("\"always allow\": the person's remembered answer decides the next call without asking again", () =>
+    Effect.gen(function*() {
+      const { probe } = yield* askSetup("deletes things")
+      const first = yield* Effect.fork(execute({ callId: "c1", name: "echo", agent: "a", arguments: { text: "1" } }))
+      const pending = yield* nextPending
+      assert.strictEqual(pending.request.callId, "c1")
+      assert.strictEqual(pending.request.description, "Echo text.")
+      yield* pending.answer({ outcome: "allowed-once", remember: { scope: "agent", match: "tool" } })
+      assert.deepStrictEqual(yield* Fiber.join(first), echoed("1"))
+      const second = yield* execute({ callId: "c2", name: "echo", agent: "a", arguments: { text: "2" } })
+      assert.deepStrictEqual(second, echoed("2"))
+      assert.deepStrictEqual(yield* (yield* ApprovalLayers.InteractiveApprovals).pending, [])
+      const audit = yield* ToolCallLog.approvals
+      assert.deepStrictEqual(audit.map((e) => [e.asked?.callId, e.decided?.by, e.decided?.remembered]), [
+        ["c1", "answerer", "grant-1"],
+        ["c2", "grant:grant-1", undefined]
+      ])
+      const third = yield* Effect.fork(execute({ callId: "c3", name: "echo", agent: "b", arguments: { text: "3" } }))
+      const other = yield* nextPending
+      assert.strictEqual(other.request.agent, "b", "the grant was agent a's")
+      yield* other.answer("rejected")
+      assert.deepStrictEqual(yield* Fiber.join(third), errorResult("the user rejected tool \"echo\""))
+      assert.strictEqual(probe.count("body"), 2)
+    }).pipe(Effect.provide(layer())))
+
+  it.scoped("APPR-5: the caller aborts while the person decides → ABORTED_BEFORE_DISPATCH; audited cancelled by abort; answering then fails", () =>
+    Effect.gen(function*() {
+      yield* askSetup()
+      const controller = new AbortController()
+      const fiber = yield* Effect.fork(
+        execute({ callId: "c1", name: "echo", agent: "a", arguments: {}, signal: controller.signal })
+      )
+      const pending = yield* nextPending
+      controller.abort()
+      assert.deepStrictEqual(yield* Fiber.join(fiber), ABORTED_BEFORE_DISPATCH)
+      const refused = yield* Effect.flip(pending.answer("allowed-once"))
+      assert.strictEqual(refused.reason, "cancelled")
+      let audit = yield* ToolCallLog.approvals
+      for (let i = 0; i < 1_000 && audit[0]?.decided === undefined; i++) {
+        yield* Effect.yieldNow()
+        audit = yield* ToolCallLog.approvals
+      }
+      assert.deepStrictEqual(audit[0]!.decided, { _tag: "approval/decided", id: "ap-1", outcome: "cancelled", by: "abort" })
+      assert.deepStrictEqual(audit[0]!.late, [])
+    }).pipe(Effect.provide(layer())))
 })
