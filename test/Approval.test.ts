@@ -73,6 +73,52 @@ describe("Approval (contract)", () => {
     }))
 })
 
+describe("issue 10 item 2: canonical JSON and the arguments digest", () => {
+  it("sorted keys by plain `<` (UTF-16 code units), no whitespace, JSON.stringify scalars", () => {
+    assert.strictEqual(
+      Approval.canonicalJson({ b: { d: "é\n", c: -1.5e-7 }, a: [1, "x", null, true] }),
+      "{\"a\":[1,\"x\",null,true],\"b\":{\"c\":-1.5e-7,\"d\":\"é\\n\"}}"
+    )
+    assert.strictEqual(Approval.canonicalJson({ Z: 1, a: 2, "\u00e9": 3, "\ud83d\ude00": 4, "\uffff": 5 }), "{\"Z\":1,\"a\":2,\"é\":3,\"😀\":4,\"\uffff\":5}")
+    assert.strictEqual(Approval.canonicalJson([]), "[]")
+    assert.strictEqual(Approval.canonicalJson({}), "{}")
+    assert.strictEqual(Approval.canonicalJson("x"), "\"x\"")
+  })
+
+  it("the digest is SHA-256 (lowercase hex) of the canonical text, independent of key order", () => {
+    const digest = "b893391f5a7b7989aa2bd23728cab881e6438875746aa6d3b91e5b2a881cea48"
+    assert.strictEqual(Approval.argumentsDigest({ a: [1, "x", null, true], b: { c: -1.5e-7, d: "é\n" } }), digest)
+    assert.strictEqual(Approval.argumentsDigest({ b: { d: "é\n", c: -1.5e-7 }, a: [1, "x", null, true] }), digest)
+    assert.strictEqual(Approval.argumentsDigest({}), "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a")
+  })
+
+  it("an own `__proto__` key is an ordinary key; a 100,000-deep value is written iteratively", () => {
+    const proto = Hostile.ownProtoKey({ polluted: true })
+    assert.strictEqual(Approval.canonicalJson({ z: 1, ...proto }), "{\"__proto__\":{\"polluted\":true},\"z\":1}")
+    assert.strictEqual(({} as Record<string, unknown>).polluted, undefined)
+    let deep: unknown = "leaf"
+    for (let i = 0; i < 100_000; i++) deep = { k: deep }
+    const text = Approval.canonicalJson(deep)!
+    assert.strictEqual(text.length, 100_000 * 6 + 6)
+    assert.match(Approval.argumentsDigest(deep)!, /^[0-9a-f]{64}$/)
+  })
+
+  for (const kind of Hostile.kinds) {
+    const lossless = kind === "null prototype" || kind === "null prototype with fields" || kind === "__proto__ key"
+    it(`a ${kind}: ${lossless ? "canonical JSON and a digest like a plain object" : "no canonical JSON and no digest"} (never throws)`, () => {
+      const canonical = Approval.canonicalJson(Hostile.make(kind, { a: 1 }))
+      const digest = Approval.argumentsDigest(Hostile.make(kind, { a: 1 }))
+      if (lossless) {
+        assert.isString(canonical)
+        assert.match(digest!, /^[0-9a-f]{64}$/)
+      } else {
+        assert.isUndefined(canonical)
+        assert.isUndefined(digest)
+      }
+    })
+  }
+})
+
 describe("Approval layers", () => {
   const constants: ReadonlyArray<readonly [string, Layer.Layer<Approval.Approval>, Approval.ApprovalOutcome]> = [
     ["layerDenyAll", ApprovalLayers.layerDenyAll, "rejected"],
