@@ -9,7 +9,7 @@ import { Effect, Fiber } from "effect"
 import * as CodeRuntimeQuickJs from "../layers/CodeRuntimeQuickJs.js"
 import type { Binding } from "../src/CodeRuntime.js"
 import { CodeRuntime, CodeRuntimeError } from "../src/CodeRuntime.js"
-import { ownProtoKey, throwingProxy } from "./fixtures/hostile.js"
+import { changing, nullProto, ownProtoKey, revokedProxy, throwingProxy } from "./fixtures/hostile.js"
 import { gated, kindOf, recording, run, TOOL_CALL_ERROR, tools } from "./fixtures/quickjs.js"
 
 const ARGS = "tool arguments must be lossless JSON"
@@ -252,7 +252,7 @@ layer(CodeRuntimeQuickJs.layer({ cpuMs: 5_000 }))("CodeRuntimeQuickJs.layer", (i
         assert.deepStrictEqual(calls.map((call) => call.name), names)
       }))
 
-    it.effect("RT-5: bindings that throw, die, return a non-Effect or a value that is not lossless reject with a message", () =>
+    it.effect("RT-5: hostile bindings (throw, die, no Effect, lossy or hostile values) reject with a message; odd but lossless values pass", () =>
       Effect.gen(function*() {
         const bad: Record<string, Binding> = {
           throws: () => {
@@ -261,11 +261,21 @@ layer(CodeRuntimeQuickJs.layer({ cpuMs: 5_000 }))("CodeRuntimeQuickJs.layer", (i
           dies: () => Effect.die(new Error("host secret")),
           notEffect: (() => 42) as unknown as Binding,
           bigint: () => Effect.succeed(10n),
-          proxy: () => Effect.succeed(throwingProxy())
+          proxy: () => Effect.succeed(throwingProxy()),
+          revoked: () => Effect.succeed(revokedProxy()),
+          hostileFailure: () => Effect.fail(throwingProxy() as never),
+          unreadableMessage: () =>
+            Effect.fail(Object.defineProperty({}, "message", {
+              get: () => {
+                throw new Error("no")
+              }
+            }) as never),
+          nullProto: () => Effect.succeed(nullProto({ a: 1 })),
+          changing: () => Effect.succeed(changing({ k: 0 }, "v", "first", "later"))
         }
         const result = yield* run(
           "const out = {}\nfor (const name of Object.keys(tools)) {\n" +
-            "  try { await tools[name]({}) } catch (e) { out[name] = e.message }\n}\nreturn out",
+            "  try { out[name] = ['ok', await tools[name]({})] } catch (e) { out[name] = e.message }\n}\nreturn out",
           [tools(bad)]
         )
         assert.deepStrictEqual(result.value, {
@@ -273,7 +283,12 @@ layer(CodeRuntimeQuickJs.layer({ cpuMs: 5_000 }))("CodeRuntimeQuickJs.layer", (i
           dies: "the tool call failed unexpectedly",
           notEffect: "the tool call failed unexpectedly",
           bigint: "the tool result is not lossless JSON",
-          proxy: "the tool result could not be read"
+          proxy: "the tool result could not be read",
+          revoked: "the tool result could not be read",
+          hostileFailure: "the tool call failed unexpectedly",
+          unreadableMessage: "tool call failed",
+          nullProto: ["ok", { a: 1 }],
+          changing: ["ok", { k: 0, v: "first" }]
         })
       }))
 

@@ -119,23 +119,6 @@ layer(CodeRuntimeQuickJs.layerWorker({ cpuMs: 20_000, wallMs: 30_000, poolSize: 
     }))
 })
 
-layer(CodeRuntimeQuickJs.layerWorker({ poolSize: 1 }))("layerWorker({ poolSize: 1 })", (it) => {
-  it.effect("runs beyond the pool wait for a free worker", () =>
-    Effect.gen(function*() {
-      const gate = yield* gated
-      const first = yield* Effect.fork(run("return await tools.g({ n: 1 })", [tools({ g: gate.binding })]))
-      yield* gate.awaitStart(0)
-      const second = yield* Effect.fork(run("return await tools.g({ n: 2 })", [tools({ g: gate.binding })]))
-      yield* hostTimer(50)
-      assert.strictEqual(gate.calls(), 1)
-      yield* gate.release(0)
-      assert.deepStrictEqual(yield* Fiber.join(first), { value: { n: 1 }, logs: [] })
-      assert.deepStrictEqual(yield* gate.awaitStart(1), { n: 2 })
-      yield* gate.release(1)
-      assert.deepStrictEqual(yield* Fiber.join(second), { value: { n: 2 }, logs: [] })
-    }))
-})
-
 describe("worker lifecycle", () => {
   const config = (() => {
     const read = readConfig({ cpuMs: 20_000 })
@@ -181,6 +164,24 @@ describe("worker lifecycle", () => {
       const refused = yield* Effect.flip(runtime.run({ program: "return 1", bindings: [] }))
       assert.strictEqual(refused.message, "the code runtime is shut down")
     }))
+
+  it.effect("runs beyond the pool wait for a free worker", () =>
+    Effect.gen(function*() {
+      let pool: Pool | undefined
+      const runtime = yield* InWorkers.make(config, { poolSize: 1, onPool: (p) => (pool = p) })
+      const gate = yield* gated
+      const first = yield* Effect.fork(runtime.run({ program: "return await tools.g({ n: 1 })", bindings: [tools({ g: gate.binding })] }))
+      yield* gate.awaitStart(0)
+      const second = yield* Effect.fork(runtime.run({ program: "return await tools.g({ n: 2 })", bindings: [tools({ g: gate.binding })] }))
+      while (pool!.waiting() === 0) yield* Effect.yieldNow()
+      assert.strictEqual(gate.calls(), 1)
+      yield* gate.release(0)
+      assert.deepStrictEqual(yield* Fiber.join(first), { value: { n: 1 }, logs: [] })
+      assert.deepStrictEqual(yield* gate.awaitStart(1), { n: 2 })
+      assert.strictEqual(pool!.waiting(), 0)
+      yield* gate.release(1)
+      assert.deepStrictEqual(yield* Fiber.join(second), { value: { n: 2 }, logs: [] })
+    }).pipe(Effect.scoped))
 
   it.effect("invalid worker options fail the layer", () =>
     Effect.gen(function*() {

@@ -345,7 +345,7 @@ export const PRELUDE = String.raw`(function (hostCall, hostLog, planText) {
   const print = (...items) => {
     let line = "";
     for (let i = 0; i < items.length; i++) line += (i === 0 ? "" : " ") + format(items[i]);
-    hostLog(stringify(line));
+    hostLog(line.length > plan.consoleBytes ? null : stringify(line));
   };
   const console = create(null);
   const levels = ["log", "info", "warn", "error", "debug"];

@@ -49,8 +49,6 @@ const readNamespace = (
   try {
     for (const key of Reflect.ownKeys(functions as object)) {
       if (typeof key !== "string") continue
-      const descriptor = Reflect.getOwnPropertyDescriptor(functions as object, key)
-      if (descriptor === undefined || descriptor.enumerable !== true) continue
       const value: unknown = (functions as Record<string, unknown>)[key]
       if (typeof value !== "function") {
         return { problem: `namespace ${JSON.stringify(name)} binding ${JSON.stringify(key)} is not a function` }

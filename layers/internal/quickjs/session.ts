@@ -256,9 +256,9 @@ export class Session {
   private readonly onLog = (lineHandle: QuickJSHandle) => {
     if (this.stopReason !== undefined) return
     const ctx = this.ctx!
-    const line = this.decode(ctx.typeof(lineHandle) === "string" ? ctx.getString(lineHandle) : "")
-    this.logBytes += utf8Length(line) + 1
-    if (this.logBytes > this.limits.consoleBytes) {
+    const line = ctx.typeof(lineHandle) === "string" ? this.decode(ctx.getString(lineHandle)) : undefined
+    if (line !== undefined) this.logBytes += utf8Length(line) + 1
+    if (line === undefined || this.logBytes > this.limits.consoleBytes) {
       this.stopReason = {
         kind: "output-limit",
         message: `the program printed more than the ${formatBytes(this.limits.consoleBytes)} console limit`
@@ -366,7 +366,8 @@ export class Session {
       const logFunction = ctx.newFunction("log", this.onLog)
       const planText = ctx.newString(JSON.stringify({
         namespaces: this.plan.namespaces,
-        resultBytes: this.limits.resultBytes
+        resultBytes: this.limits.resultBytes,
+        consoleBytes: this.limits.consoleBytes
       }))
       const prelude = this.slice(() => ctx.evalCode(PRELUDE, PRELUDE_FILENAME, { type: "global", strict: true }))
       if (prelude.error !== undefined) {

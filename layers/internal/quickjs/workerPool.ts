@@ -202,4 +202,9 @@ export class Pool {
   members(): ReadonlyArray<PoolWorker> {
     return [...this.workers]
   }
+
+  /** How many runs wait for a worker (tests). */
+  waiting(): number {
+    return this.waiters.length
+  }
 }
