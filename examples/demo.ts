@@ -24,6 +24,7 @@ import type { UserMessage } from "../src/Content.js"
 import type { CallPresentation, LiveCall } from "../src/Presentation.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
 import type { ToolResult } from "../src/ToolResult.js"
+import { type ApprovalDemo, rememberedGrant } from "./demo/approval.js"
 import type { Span } from "./demo/timeline.js"
 import { chart, makeTimeline, overlaps } from "./demo/timeline.js"
 import { makeTools, makeWorkspace } from "./demo/tools.js"
@@ -58,6 +59,8 @@ export interface DemoReport {
   readonly replayed: ReadonlyArray<CallPresentation>
   /** The records read back from the reopened file. */
   readonly records: ReadonlyArray<LogRecord>
+  /** The approval coda: "always allow" answered once, remembered for the second deploy. */
+  readonly rememberedGrant: ApprovalDemo
   readonly logFile: string
 }
 
@@ -266,12 +269,18 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
   say(`Reads ran side by side: ${readsOverlapped ? "yes" : "NO"}. The write ran alone: ${writeAlone ? "yes" : "NO"}.`)
   say(`Rebuilt cards equal the live ones: ${replayEqual ? "yes" : "NO"}.`)
 
+  say("")
+  say("Two deploys through the audited approval service; the user answers the first \"always allow\":")
+  const granted = await Effect.runPromise(rememberedGrant(say))
+  const grantUsed = granted.asked === 1 && granted.audit[1]?.by === `grant:${granted.audit[0]?.remembered}`
+  say(`The remembered grant answered the second deploy: ${grantUsed ? "yes" : "NO"}.`)
+
   if (options.json === true) print(JSON.stringify(contents.records, null, 2))
   if (options.keep === true) say(`The log file was kept: ${logFile}`)
   else fs.rmSync(dir, { recursive: true, force: true })
 
   return {
-    exitCode: readsOverlapped && writeAlone && replayEqual ? 0 : 1,
+    exitCode: readsOverlapped && writeAlone && replayEqual && grantUsed ? 0 : 1,
     readsOverlapped,
     writeAlone,
     replayEqual,
@@ -282,7 +291,8 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
     live: livePresentation,
     replayed,
     records: contents.records,
-    logFile
+    logFile,
+    rememberedGrant: granted
   }
 }
 
