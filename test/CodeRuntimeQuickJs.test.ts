@@ -527,7 +527,7 @@ layer(CodeRuntimeQuickJs.layer({ cpuMs: 5_000 }))("CodeRuntimeQuickJs.layer", (i
         }
       }))
 
-    it.effect("RT-4: two namespaces on one global, a class named like a namespace, one class declared twice", () =>
+    it.effect("RT-4: two namespaces on one global, a class named like a namespace or console, one class declared twice", () =>
       Effect.gen(function*() {
         const a = { global: "a", functions: {}, errorClass: TOOL_CALL_ERROR }
         assert.strictEqual((yield* misuse({ program: "", bindings: [a, a] })).message, `namespace global "a" is used twice`)
@@ -541,6 +541,11 @@ layer(CodeRuntimeQuickJs.layer({ cpuMs: 5_000 }))("CodeRuntimeQuickJs.layer", (i
             bindings: [a, { global: "b", functions: {}, errorClass: { name: "ToolCallError", memberNameProperty: "tool" } }]
           })).message,
           `error class "ToolCallError" is declared twice differently`
+        )
+        assert.strictEqual(
+          (yield* misuse({ program: "", bindings: [{ ...a, errorClass: { name: "console", memberNameProperty: "tool" } }] }))
+            .message,
+          `error class "console" is reserved`
         )
         const shared = yield* run("return [typeof a, typeof b, ToolCallError.name]", [a, { ...a, global: "b" }])
         assert.deepStrictEqual(shared.value, ["object", "object", "ToolCallError"])

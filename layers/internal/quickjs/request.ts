@@ -119,6 +119,7 @@ export const readRequest = (request: unknown): RunInput | Problem => {
   }
   for (const name of classes.keys()) {
     if (globals.has(name)) return { problem: `error class ${JSON.stringify(name)} has the name of a namespace global` }
+    if (name === "console") return { problem: `error class "console" is reserved` }
   }
   return { program, signal: signal as AbortSignal | undefined, namespaces, functions }
 }
