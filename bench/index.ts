@@ -3,6 +3,7 @@
  * `npm run bench -- runtime scheduler`. Figures and ratios are measured in the same run; none
  * of this is asserted in the test suite.
  */
+import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
 import * as json from "./json.js"
 import * as log from "./log.js"
@@ -18,7 +19,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["runtime", runtime.run],
   ["scheduler", scheduler.run],
   ["log", log.run],
-  ["codeSdk", codeSdk.run]
+  ["codeSdk", codeSdk.run],
+  ["codeRuntime", codeRuntime.run]
 ]
 
 const wanted = process.argv.slice(2)
