@@ -9,6 +9,8 @@ export * as ApprovalLayers from "./ApprovalLayers.js"
 /** @since 0.1.0 */
 export * as CodeRuntimePython from "./CodeRuntimePython.js"
 /** @since 0.1.0 */
+export * as CodeRuntimeQuickJs from "./CodeRuntimeQuickJs.js"
+/** @since 0.1.0 */
 export * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
 /** @since 0.1.0 */
 export * as Presets from "./Presets.js"
