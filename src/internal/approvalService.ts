@@ -241,8 +241,9 @@ type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, 
 /**
  * The answerer chain: the first answer wins, `undefined` delegates, a failure or a rogue value
  * stops at `unavailable`. Each answerer runs under `restore` (interruptible); what it answered
- * is handled uninterruptibly, so an answer given while an interruption was pending still
- * arrives (as a late answer). `undefined` when the chain was interrupted or stopped.
+ * is handled uninterruptibly, so an answer that completed in the same step as an abort is still
+ * settled (as a late answer). A Promise answer that settles after the chain was interrupted goes
+ * to `late`. `undefined` when the chain was interrupted, or stopped by the abort.
  */
 const runChain = (
   answerers: ReadonlyArray<RunAnswerer>,
