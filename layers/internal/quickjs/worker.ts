@@ -16,9 +16,10 @@ import { stopOf } from "./protocol.js"
 import { loadStripper, prepare } from "./source.js"
 import { Session } from "./session.js"
 
-const port = parentPort!
-const config: Config = (workerData as WorkerInit).config
-const post = (message: FromWorker) => port.postMessage(message)
+/** Imported outside a worker thread (a bundler or a module walk), this module does nothing. */
+const port = parentPort
+const config: Config = port === null ? (undefined as unknown as Config) : (workerData as WorkerInit).config
+const post = (message: FromWorker) => port!.postMessage(message)
 
 let current: { readonly run: number; readonly flag: Int32Array; session?: Session } | undefined
 
@@ -80,10 +81,13 @@ const serve = (engine: Engine, stripper: Awaited<ReturnType<typeof loadStripper>
   }
 }
 
-Promise.all([loadEngine(), config.typescript ? loadStripper() : Promise.resolve(undefined)]).then(
-  ([engine, stripper]) => {
-    port.on("message", serve(engine, stripper))
-    post({ type: "ready" })
-  },
-  (error: unknown) => post({ type: "fatal", message: error instanceof Error ? error.message : "the engine could not be loaded" })
-)
+if (port !== null) {
+  Promise.all([loadEngine(), config.typescript ? loadStripper() : Promise.resolve(undefined)]).then(
+    ([engine, stripper]) => {
+      port.on("message", serve(engine, stripper))
+      post({ type: "ready" })
+    },
+    (error: unknown) =>
+      post({ type: "fatal", message: error instanceof Error ? error.message : "the engine could not be loaded" })
+  )
+}
