@@ -10,11 +10,9 @@
  */
 import { setMaxListeners } from "node:events"
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import { BindingFailure, type Binding, CodeRuntime, type CodeRunResult } from "../CodeRuntime.js"
 import type * as CodeRuntimeNs from "../CodeRuntime.js"
@@ -73,14 +71,33 @@ const abortError = (message: string) => new DOMException(message, "AbortError")
 const over = (reason: unknown, name: string, what: string): BindingFailure =>
   new BindingFailure({ message: `run_code run is over (${formatReason(reason)}); ${name} ${what}` })
 
+/** The program's answer to one binding call: set once, awaited by the binding. */
+class Answer {
+  exit: Exit.Exit<unknown, BindingFailure> | undefined = undefined
+  private waiters: Array<(exit: Exit.Exit<unknown, BindingFailure>) => void> = []
+  readonly await: Effect.Effect<unknown, BindingFailure> = Effect.async((resume) => {
+    if (this.exit !== undefined) return resume(this.exit)
+    this.waiters.push(resume)
+    return Effect.sync(() => {
+      this.waiters = this.waiters.filter((waiter) => waiter !== resume)
+    })
+  })
+  settle(exit: Exit.Exit<unknown, BindingFailure>): void {
+    if (this.exit !== undefined) return
+    this.exit = exit
+    const waiters = this.waiters
+    this.waiters = []
+    for (const waiter of waiters) waiter(exit)
+  }
+}
+
 /** One binding call: its identity, what it dispatches and logs, and the program's answer. */
 interface Entry {
   readonly name: string
   readonly subCallId: string
   readonly input: ExecuteInput
   readonly logged: JsonValue
-  readonly answer: Deferred.Deferred<unknown, BindingFailure>
-  answered: boolean
+  readonly answer: Answer
 }
 
 /** The outer execution, as the bridge needs it. */
@@ -92,12 +109,89 @@ interface Outer {
 }
 
 /**
+ * PTC-10/13: the settle records of one run, appended off the lane by one fiber, in commit order.
+ * Nothing is appended after the run's first failure.
+ */
+class Appender {
+  private readonly queue: Array<ToolCallLog.LogRecord> = []
+  private busy = false
+  private closing = false
+  private fiber: Fiber.RuntimeFiber<void> | undefined = undefined
+  private wake: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+  private progress: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+
+  constructor(readonly run: CodeRun, readonly log: ToolCallLog.Service) {}
+
+  private get pending(): number {
+    return this.queue.length + (this.busy ? 1 : 0)
+  }
+
+  private readonly loop: Effect.Effect<void> = Effect.suspend(() => {
+    if (this.run.failure !== undefined) this.queue.length = 0
+    const record = this.queue.shift()
+    if (record !== undefined) {
+      this.busy = true
+      return Effect.flatMap(appendOrFail(this.run, this.log, record), () => {
+        this.busy = false
+        const progress = this.progress
+        this.progress = undefined
+        progress?.(Effect.void)
+        return this.loop
+      })
+    }
+    if (this.closing) return Effect.void
+    return Effect.flatMap(
+      Effect.async<void>((resume) => {
+        if (this.queue.length > 0 || this.closing) return resume(Effect.void)
+        this.wake = resume
+      }),
+      () => this.loop
+    )
+  })
+
+  push(record: ToolCallLog.LogRecord): void {
+    if (this.run.failure !== undefined) return
+    this.queue.push(record)
+    const wake = this.wake
+    this.wake = undefined
+    wake?.(Effect.void)
+  }
+
+  /** While more appends than the cap are pending, the lane waits (PTC-10). */
+  readonly backpressure: Effect.Effect<void> = Effect.suspend(() => {
+    if (this.fiber === undefined && this.queue.length > 0) {
+      return Effect.flatMap(Effect.forkDaemon(this.loop), (fiber) => {
+        this.fiber = fiber
+        return this.backpressure
+      })
+    }
+    if (this.pending <= this.run.maxParallel) return Effect.void
+    return Effect.flatMap(
+      Effect.async<void>((resume) => {
+        if (this.pending <= this.run.maxParallel) return resume(Effect.void)
+        this.progress = resume
+      }),
+      () => this.backpressure
+    )
+  })
+
+  /** Every pending append, awaited (PTC-14). */
+  readonly close: Effect.Effect<void> = Effect.suspend(() => {
+    this.closing = true
+    const wake = this.wake
+    this.wake = undefined
+    wake?.(Effect.void)
+    return this.fiber === undefined ? Effect.void : Effect.asVoid(Fiber.await(this.fiber))
+  })
+}
+
+/**
  * One program's sub-calls: an open lane whose entries are binding calls in submission order
  * (PTC-8/9). Its signal is the run controller's.
  */
 class CodeRun extends Lane {
   readonly entries: Array<Entry> = []
-  readonly appends = new Set<Fiber.RuntimeFiber<boolean>>()
+  readonly appender: Appender | undefined
 
   constructor(
     maxParallel: number,
@@ -110,6 +204,7 @@ class CodeRun extends Lane {
     readonly log: ToolCallLog.Service | undefined
   ) {
     super(maxParallel, controller, runtime, registry, semaphore, undefined)
+    this.appender = log === undefined ? undefined : new Appender(this, log)
   }
 
   size(): number {
@@ -162,26 +257,20 @@ class CodeRun extends Lane {
     return Effect.suspend(() => {
       const entry = this.entries[index]
       this.ferry(result)
-      this.answer(entry, this.answerOf(entry, result))
-      const log = this.log
-      if (log === undefined || this.failure !== undefined) return this.backpressure()
-      return Effect.flatMap(
-        Effect.forkDaemon(appendOrFail(this, log, {
-          _tag: "tool/code-dispatch",
-          rootCallId: this.outer.rootCallId,
-          parentCallId: this.outer.callId,
-          subCallId: entry.subCallId,
-          name: entry.name,
-          arguments: entry.logged,
-          isError: result.isError,
-          content: result.content
-        })),
-        (fiber) => {
-          this.appends.add(fiber)
-          fiber.addObserver(() => this.appends.delete(fiber))
-          return this.backpressure()
-        }
-      )
+      entry.answer.settle(this.answerOf(entry, result))
+      const appender = this.appender
+      if (appender === undefined) return Effect.void
+      appender.push({
+        _tag: "tool/code-dispatch",
+        rootCallId: this.outer.rootCallId,
+        parentCallId: this.outer.callId,
+        subCallId: entry.subCallId,
+        name: entry.name,
+        arguments: entry.logged,
+        isError: result.isError,
+        content: result.content
+      })
+      return appender.backpressure
     })
   }
 
@@ -189,9 +278,11 @@ class CodeRun extends Lane {
   finish(): Effect.Effect<void> {
     return Effect.suspend(() => {
       for (const entry of this.entries) {
-        if (!entry.answered) this.answer(entry, Exit.fail(over(this.signal.reason, entry.name, "tool call abandoned")))
+        if (entry.answer.exit === undefined) {
+          entry.answer.settle(Exit.fail(over(this.signal.reason, entry.name, "tool call abandoned")))
+        }
       }
-      return this.appends.size === 0 ? Effect.void : Effect.asVoid(Fiber.awaitAll([...this.appends]))
+      return this.appender === undefined ? Effect.void : this.appender.close
     })
   }
 
@@ -228,28 +319,15 @@ class CodeRun extends Lane {
     const input: ExecuteInput = agent === undefined
       ? { callId: subCallId, rootCallId, name, arguments: dispatched.value, parent: token, signal: this.signal }
       : { callId: subCallId, rootCallId, name, arguments: dispatched.value, agent, parent: token, signal: this.signal }
-    const entry: Entry = {
-      name,
-      subCallId,
-      input,
-      logged: logged.value,
-      answer: Deferred.unsafeMake(FiberId.none),
-      answered: false
-    }
+    const entry: Entry = { name, subCallId, input, logged: logged.value, answer: new Answer() }
     this.entries.push(entry)
     this.wakeUp()
-    return Deferred.await(entry.answer)
+    return entry.answer.await
   }
 
   private answerOf(entry: Entry, result: ToolResult.ToolResult): Exit.Exit<unknown, BindingFailure> {
     if (this.signal.aborted) return Exit.fail(over(this.signal.reason, entry.name, "result discarded"))
     return result.isError ? Exit.fail(new BindingFailure({ message: result.error.message })) : Exit.succeed(result.value)
-  }
-
-  private answer(entry: Entry, exit: Exit.Exit<unknown, BindingFailure>): void {
-    if (entry.answered) return
-    entry.answered = true
-    Deferred.unsafeDone(entry.answer, exit)
   }
 
   /** PTC-10 (a)…(c), through the outer body's own `deferContext` / `concludeTurn` (CTX-5). */
@@ -266,14 +344,6 @@ class CodeRun extends Lane {
     }
   }
 
-  /** PTC-10: while more appends than the cap are pending, the lane waits. */
-  private backpressure(): Effect.Effect<void> {
-    return Effect.suspend(() => {
-      if (this.appends.size <= this.maxParallel) return Effect.void
-      const oldest = this.appends.values().next().value as Fiber.RuntimeFiber<boolean>
-      return Effect.flatMap(Fiber.await(oldest), () => this.backpressure())
-    })
-  }
 }
 
 /** PTC-6: one own property per visible tool but `run_code`, on a null-prototype map. */

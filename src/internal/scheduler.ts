@@ -14,11 +14,9 @@ import { setMaxListeners } from "node:events"
 import { types } from "node:util"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberId from "effect/FiberId"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -299,7 +297,7 @@ export abstract class Lane {
   /** Settlements not yet absorbed by the driver, in settlement order. */
   settled: Array<Settlement> = []
   /** The driver's wake-up while it waits. */
-  wake: Deferred.Deferred<void> | undefined = undefined
+  wake: ((resume: Effect.Effect<void>) => void) | undefined = undefined
 
   constructor(
     readonly maxParallel: number,
@@ -355,7 +353,7 @@ export abstract class Lane {
     const wake = this.wake
     if (wake === undefined) return
     this.wake = undefined
-    Deferred.unsafeDone(wake, Exit.void)
+    wake(Effect.void)
   }
 
   /** Total: a malformed dispatch outcome is recorded as the runtime's defect, never thrown. */
@@ -405,14 +403,19 @@ const settle = (l: Lane, settlement: Settlement): Effect.Effect<void> =>
  * Blocks the driver unless `ready()` already holds; the check and the installation of the
  * wake-up are one synchronous step, so no wake-up can be missed.
  */
-const blockUnless = (l: Lane, ready: () => boolean): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    if (ready()) return Effect.void
-    const wake = Deferred.unsafeMake<void>(FiberId.none)
-    l.wake = wake
-    const announce = l.probe === undefined ? Effect.void : l.probe.onWait([...l.running])
-    return Effect.zipRight(announce, Deferred.await(wake))
+const blockUnless = (l: Lane, ready: () => boolean): Effect.Effect<void> => {
+  const block = Effect.async<void>((resume) => {
+    if (ready()) return resume(Effect.void)
+    l.wake = resume
+    return Effect.sync(() => {
+      if (l.wake === resume) l.wake = undefined
+    })
   })
+  return Effect.suspend(() => {
+    if (ready()) return Effect.void
+    return l.probe === undefined ? block : Effect.zipRight(l.probe.onWait([...l.running]), block)
+  })
+}
 
 /** Blocks the driver until at least one dispatch has settled, then absorbs every settlement. */
 const waitSettlement = (l: Lane): Effect.Effect<void> =>
