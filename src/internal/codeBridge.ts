@@ -192,6 +192,7 @@ class Appender {
 class CodeRun extends Lane {
   readonly entries: Array<Entry> = []
   readonly appender: Appender | undefined
+  override readonly inlineExclusive = true
 
   constructor(
     maxParallel: number,

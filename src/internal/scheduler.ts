@@ -328,6 +328,13 @@ export abstract class Lane {
   /** The abort reason when the driver dies with dispatches in flight. */
   abstract deathReason(): unknown
 
+  /**
+   * Whether an exclusive entry's dispatch runs on the driver itself instead of a pool fiber: an
+   * exclusive entry runs alone anyway, so only a lane whose driver has nothing else to do while
+   * it runs (no caller to answer, no interruption to observe) may say so.
+   */
+  readonly inlineExclusive: boolean = false
+
   /** Whether commits go on after `failure` (a batch stops committing after any failure). */
   commitsAfter(_failure: Failure): boolean {
     return false
@@ -502,7 +509,7 @@ const dispatchFiber = (l: Lane, index: number, handle: ToolRuntimeNs.Execution):
  * stopped before i could start. A failure seen at any later point (after the record, after
  * prepare) starts nothing more: no prepare, no dispatch (SCHED-10).
  */
-const start = Effect.fnUntraced(function*(l: Lane, index: number) {
+const start = Effect.fnUntraced(function*(l: Lane, index: number, exclusive = false) {
   if (l.stopped()) {
     yield* l.semaphore.release(1)
     return false
@@ -528,7 +535,13 @@ const start = Effect.fnUntraced(function*(l: Lane, index: number) {
     return true
   }
   const handle = outcome.handle as ToolRuntimeNs.Execution
-  if (outcome.tag === "Dispatch") {
+  if (outcome.tag === "Dispatch" && exclusive && l.inlineExclusive) {
+    const exit = yield* Effect.exit(Effect.suspend(() => l.runtime.dispatch(handle)))
+    l.inFlight++
+    l.handles.set(index, handle)
+    l.absorb({ index, exit })
+    yield* l.semaphore.release(1)
+  } else if (outcome.tag === "Dispatch") {
     l.inFlight++
     l.running.add(index)
     l.handles.set(index, handle)
@@ -588,7 +601,7 @@ const schedule = Effect.fnUntraced(function*(l: Lane) {
     }
     const mode = yield* classifyAt(l, l.next)
     yield* l.semaphore.take(1)
-    if (!(yield* start(l, l.next))) break
+    if (!(yield* start(l, l.next, mode !== "parallel"))) break
     if (mode !== "parallel") continue
     while (l.next < l.size() || !l.closed()) {
       if (l.next >= l.size()) {
