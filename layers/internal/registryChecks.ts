@@ -13,6 +13,7 @@ import type * as Tool from "../../src/Tool.js"
 import { RUN_CODE_NAME } from "../../src/ToolRegistry.js"
 import type { PresentationMode, Restriction } from "../../src/ToolRegistry.js"
 import { OPTIONAL_CALLBACKS, isObjectLike } from "../../src/internal/definitionFields.js"
+import { stringify } from "../../src/internal/toolCallLog.js"
 
 /** The largest delay a timer accepts (TIMEOUT-3, D-6). @internal */
 export const MAX_TIMEOUT_MS = 2147483647
@@ -233,7 +234,7 @@ export const checkDefinition = (definition: unknown): CheckedDefinition | Proble
     snapshot,
     source: definition as object,
     schema,
-    schemaKey: JSON.stringify(schema),
+    schemaKey: stringify(schema),
     extraValidate: snapshot.output.validate
   }
 }
@@ -307,7 +308,7 @@ export const lazyValidatorFor = (definition: Tool.Any): Validator => {
         const schema = Json.snapshotFrozen(raw.schema)
         const validate = raw.validate
         if (schema._tag !== "Lossless") throw new Error("output schema is not lossless JSON")
-        const compiled = compiledFor(definition, JSON.stringify(schema.value), schema.value as JsonSchema.JsonSchema)
+        const compiled = compiledFor(definition, stringify(schema.value), schema.value as JsonSchema.JsonSchema)
         const extra = typeof validate === "function"
           ? bind(validate, output as object) as (value: JsonValue) => ReadonlyArray<string>
           : undefined
