@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { CodeRuntime } from "./CodeRuntime.js"
 import * as CodeSdk from "./CodeSdk.js"
+import type { ContextSource } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as Json from "./Json.js"
 import * as codeBridge from "./internal/codeBridge.js"
@@ -36,14 +37,6 @@ export {
    */
   CodeModeError
 } from "./internal/codeMode.js"
-
-/**
- * The reserved transport's name.
- *
- * @since 0.1.0
- * @category constants
- */
-export const RUN_CODE: typeof RUN_CODE_NAME = RUN_CODE_NAME
 
 /**
  * The default cap on a program's parallel-safe sub-calls in flight at once.
@@ -84,7 +77,7 @@ export const CODE_ONLY_TEXT: string = internal.CODE_ONLY_TEXT
  * @since 0.1.0
  * @category constants
  */
-export const IMAGE_CONTEXT_SOURCE = codeBridge.IMAGE_SOURCE
+export const IMAGE_CONTEXT_SOURCE: ContextSource = codeBridge.IMAGE_SOURCE
 
 /**
  * @since 0.1.0

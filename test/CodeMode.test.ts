@@ -13,7 +13,10 @@ import { CodeRuntime } from "../src/CodeRuntime.js"
 import * as Presentation from "../src/Presentation.js"
 import * as Scheduler from "../src/Scheduler.js"
 import type { ToolDefinition } from "../src/Tool.js"
+import * as ToolCallLogModule from "../src/ToolCallLog.js"
+import { ToolCallLog } from "../src/ToolCallLog.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
+import type { JsonSchema } from "../src/JsonSchema.js"
 import type { ToolSchema } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import type { ToolResult } from "../src/ToolResult.js"
@@ -459,6 +462,22 @@ describe("CodeMode assembly and prompt sections (MODE-1…4)", () => {
   })
 })
 
+describe("SDK section input (SDK-1)", () => {
+  it.scoped("T-PTC-005 / SDK-1: a 5,000-deep output union projects into the SDK without a stack overflow", () => {
+    const { provide } = withFake()
+    return Effect.gen(function*() {
+      let schema: JsonSchema = { type: "string" }
+      for (let i = 0; i < 5_000; i++) schema = { oneOf: [schema, { type: "null" }] }
+      yield* Effect.flatMap(ToolRegistry, (registry) =>
+        registry.register(echo({ name: "deep_output", parameters: { type: "object" }, output: { schema, render: () => [] } })))
+      const lines = sdkTextOf(yield* CodeMode.promptSections()).split("\n").filter((l) => l.includes("deep_output"))
+      assert.strictEqual(lines.length, 2)
+      assert.strictEqual(lines[0], "  deep_output: Record<string, JsonValue>;")
+      assert.isTrue(lines[1].startsWith("  deep_output: string | null | null"))
+    }).pipe(provide)
+  })
+})
+
 describe("Code Mode collapse per mode (CREATE-6, MODE-6)", () => {
   const instrumented = Effect.gen(function*() {
     const registry = yield* ToolRegistry
@@ -510,6 +529,23 @@ describe("Code Mode collapse per mode (CREATE-6, MODE-6)", () => {
       assert.deepStrictEqual(result, ABORTED_BEFORE_DISPATCH)
       assert.strictEqual(probe.finalized(), 1)
       assert.deepStrictEqual(probe.stages, ["result echo"])
+    }).pipe(provide)
+  })
+
+  it.scoped("T-SCHED-021 / CREATE-6: a native call emitted by the model under code is collapsed in the batch; its body never runs", () => {
+    const { provide } = withFake()
+    return Effect.gen(function*() {
+      const probe = yield* instrumented
+      const batch = yield* Scheduler.runBatch([{ callId: "m1", name: "echo", arguments: "{\"text\":\"x\"}" }], {
+        agent: "main"
+      })
+      assert.deepStrictEqual(batch.results.map((r) => r.result), [
+        errorResult(collapsedRoute("echo"), info("ToolNotFoundError", "UNKNOWN_TOOL"))
+      ])
+      assert.strictEqual(probe.bodies(), 0)
+      const records = yield* Effect.flatMap(ToolCallLog, (log) => log.records)
+      const result = records.find((r) => r._tag === "tool/result") as ToolCallLogModule.ToolResultRecord
+      assert.deepStrictEqual(result.error, { name: "ToolNotFoundError", code: "UNKNOWN_TOOL" })
     }).pipe(provide)
   })
 
