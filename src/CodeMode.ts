@@ -267,7 +267,11 @@ export const promptSections: (
     tools.push(sdkTool(definition))
   }
   tools.sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0)
-  const sdk: PromptSection = { name: internal.SDK_SECTION, order: internal.SDK_ORDER, text: CodeSdk.render(language, tools) }
+  const sdk: PromptSection = {
+    name: internal.SDK_SECTION,
+    order: internal.SDK_ORDER,
+    text: CodeSdk.render(language, tools)
+  }
   if (view.mode === "both") return sdk.text === "" ? [] : [sdk]
   const rule: PromptSection = {
     name: internal.CODE_ONLY_SECTION,

@@ -51,7 +51,10 @@ export interface BridgeOptions {
 /** PTC-6. @internal */
 export const NAMESPACE_GLOBAL = "tools"
 /** PTC-6. @internal */
-export const ERROR_CLASS: CodeRuntimeNs.ErrorClass = Object.freeze({ name: "ToolCallError", memberNameProperty: "toolName" })
+export const ERROR_CLASS: CodeRuntimeNs.ErrorClass = Object.freeze({
+  name: "ToolCallError",
+  memberNameProperty: "toolName"
+})
 
 /** PTC-10: the source of the deferred message carrying an image-bearing sub-result. @internal */
 export const IMAGE_SOURCE: ContextSource = Object.freeze({ kind: "plugin", plugin: "tools-code-mode" })
@@ -328,7 +331,9 @@ class CodeRun extends Lane {
 
   private answerOf(entry: Entry, result: ToolResult.ToolResult): Exit.Exit<unknown, BindingFailure> {
     if (this.signal.aborted) return Exit.fail(over(this.signal.reason, entry.name, "result discarded"))
-    return result.isError ? Exit.fail(new BindingFailure({ message: result.error.message })) : Exit.succeed(result.value)
+    return result.isError
+      ? Exit.fail(new BindingFailure({ message: result.error.message }))
+      : Exit.succeed(result.value)
   }
 
   /** PTC-10 (a)…(c), through the outer body's own `deferContext` / `concludeTurn` (CTX-5). */
@@ -427,7 +432,9 @@ const conclude = (run: CodeRun, exit: Exit.Exit<CodeRunResult, unknown>): Effect
       : Effect.failCause(failure.cause)
   }
   if (Exit.isFailure(exit)) {
-    return Cause.isInterruptedOnly(exit.cause) ? plainError("the code runtime was interrupted") : Effect.failCause(exit.cause)
+    return Cause.isInterruptedOnly(exit.cause)
+      ? plainError("the code runtime was interrupted")
+      : Effect.failCause(exit.cause)
   }
   const read = readResult(exit.value)
   switch (read._tag) {
@@ -475,7 +482,9 @@ export const runProgram = (
     if (!required.ok) return yield* Effect.fail(required.error)
     const runtime = Option.getOrThrow(mounted)
     const outer: Outer = { callId: ctx.callId, rootCallId: ctx.rootCallId, agent: ctx.agent, token: ctx.token }
-    const log = outer.agent === undefined ? undefined : Option.getOrUndefined(yield* Effect.serviceOption(ToolCallLog.ToolCallLog))
+    const log = outer.agent === undefined
+      ? undefined
+      : Option.getOrUndefined(yield* Effect.serviceOption(ToolCallLog.ToolCallLog))
     const controller = new AbortController()
     setMaxListeners(0, controller.signal)
     const semaphore = yield* Effect.makeSemaphore(options.maxParallelSubCalls)
@@ -494,7 +503,9 @@ export const runProgram = (
     const unfollow = follow(ctx.signal, controller)
     const lane = yield* Effect.forkDaemon(Effect.scoped(driveLane(run)))
     const program = yield* Effect.forkDaemon(
-      Effect.interruptible(runRequest(runtime, { program: args.code, bindings: [namespace], signal: controller.signal }))
+      Effect.interruptible(
+        runRequest(runtime, { program: args.code, bindings: [namespace], signal: controller.signal })
+      )
     )
     const exit = yield* Fiber.await(program)
     controller.abort(abortError(SETTLED_REASON))

@@ -145,7 +145,11 @@ export const pretty = (root: JsonValue): string => {
  *
  * @internal
  */
-export const renderOutput = (logs: ReadonlyArray<string>, hasResult: boolean, result: JsonValue | undefined): string => {
+export const renderOutput = (
+  logs: ReadonlyArray<string>,
+  hasResult: boolean,
+  result: JsonValue | undefined
+): string => {
   const parts: Array<string> = []
   const printed = logs.join("\n")
   if (printed !== "") parts.push(printed)
