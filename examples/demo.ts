@@ -8,7 +8,8 @@
  * The "model" is a script: five messages of tool calls. Everything else is the library: the
  * scheduler runs each message's calls (reads side by side, writes alone), the rules ask the user,
  * redact secrets and enforce a timeout, every call is written to a SQLite file (libSQL), and the
- * cards a UI would show are rebuilt from that file after it was closed and reopened.
+ * cards a UI would show are rebuilt from that file after it was closed and reopened. Two codas
+ * follow: remembered approval grants, and two Code Mode programs in the QuickJS sandbox.
  */
 import { Effect, Layer, Stream } from "effect"
 import * as fs from "node:fs"
@@ -25,6 +26,7 @@ import type { CallPresentation, LiveCall } from "../src/Presentation.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import { type ApprovalDemo, rememberedGrant } from "./demo/approval.js"
+import { type CodeModeDemo, codeModeHeld, codeModeSession } from "./demo/codeMode.js"
 import type { Span } from "./demo/timeline.js"
 import { chart, makeTimeline, overlaps } from "./demo/timeline.js"
 import { makeTools, makeWorkspace } from "./demo/tools.js"
@@ -61,6 +63,8 @@ export interface DemoReport {
   readonly records: ReadonlyArray<LogRecord>
   /** The approval coda: "always allow" answered once, remembered for the second deploy. */
   readonly rememberedGrant: ApprovalDemo
+  /** The Code Mode section: a program stopped at its CPU budget, then one that overlaps two reads. */
+  readonly codeMode: CodeModeDemo
   readonly logFile: string
 }
 
@@ -275,12 +279,18 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
   const grantUsed = granted.asked === 1 && granted.audit[1]?.by === `grant:${granted.audit[0]?.remembered}`
   say(`The remembered grant answered the second deploy: ${grantUsed ? "yes" : "NO"}.`)
 
+  say("")
+  say("Code Mode: the agent writes programs that call the tools through a generated SDK, in the QuickJS sandbox.")
+  const codeMode = await Effect.runPromise(codeModeSession(say))
+  const codeModeOk = codeModeHeld(codeMode)
+  say(`The endless loop was stopped at its CPU budget and the two reads overlapped: ${codeModeOk ? "yes" : "NO"}.`)
+
   if (options.json === true) print(JSON.stringify(contents.records, null, 2))
   if (options.keep === true) say(`The log file was kept: ${logFile}`)
   else fs.rmSync(dir, { recursive: true, force: true })
 
   return {
-    exitCode: readsOverlapped && writeAlone && replayEqual && grantUsed ? 0 : 1,
+    exitCode: readsOverlapped && writeAlone && replayEqual && grantUsed && codeModeOk ? 0 : 1,
     readsOverlapped,
     writeAlone,
     replayEqual,
@@ -292,7 +302,8 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
     replayed,
     records: contents.records,
     logFile,
-    rememberedGrant: granted
+    rememberedGrant: granted,
+    codeMode
   }
 }
 

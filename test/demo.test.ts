@@ -2,12 +2,14 @@
  * The newcomer's demo (issue 11 item 4) runs through the real runtime and keeps telling the
  * truth: measured overlap of the reads, the write alone, approval answered and rejected through
  * the interactive layer, a timeout, a caller cancellation, a redaction, a deferred context, and
- * cards rebuilt from the reopened libSQL file equal to the live ones.
+ * cards rebuilt from the reopened libSQL file equal to the live ones; its Code Mode section counts
+ * towards the exit code.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import { main } from "../examples/demo.js"
+import { codeModeHeld } from "../examples/demo/codeMode.js"
 import { overlaps } from "../examples/demo/timeline.js"
 
 const codeOf = (result: { readonly isError: boolean; readonly error?: { readonly info?: { readonly code: string } } }) =>
@@ -69,6 +71,10 @@ describe("examples/demo", () => {
       assert.include(lines, "Rebuilt cards equal the live ones: yes.")
       assert.isTrue(lines.some((line) => line.includes("? The agent asks to run delete_file") && line.endsWith("User: no")))
       assert.isTrue(lines.some((line) => /read README\.md +\| +#+/.test(line)), "the timeline is printed")
+
+      // the Code Mode section (its details: CodeMode.demo.test.ts) counts towards the exit code
+      assert.isTrue(codeModeHeld(report.codeMode))
+      assert.include(lines, "The endless loop was stopped at its CPU budget and the two reads overlapped: yes.")
     }))
 
   it.live("issue 11 item 4: --json prints the durable log and nothing else", () =>
