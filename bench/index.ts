@@ -3,6 +3,7 @@
  * `npm run bench -- runtime scheduler`. Figures and ratios are measured in the same run; none
  * of this is asserted in the test suite.
  */
+import * as codeMode from "./codeMode.js"
 import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
 import * as json from "./json.js"
@@ -20,7 +21,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["scheduler", scheduler.run],
   ["log", log.run],
   ["codeSdk", codeSdk.run],
-  ["codeRuntime", codeRuntime.run]
+  ["codeRuntime", codeRuntime.run],
+  ["codeMode", codeMode.run]
 ]
 
 const wanted = process.argv.slice(2)
