@@ -11,6 +11,8 @@ import * as Layer from "effect/Layer"
 import type { Approval } from "../src/Approval.js"
 import type { ApprovalGrants } from "../src/ApprovalGrants.js"
 import * as ApprovalService from "../src/ApprovalService.js"
+import * as CodeMode from "../src/CodeMode.js"
+import type { CodeRuntime } from "../src/CodeRuntime.js"
 import * as IdGenerator from "../src/IdGenerator.js"
 import type * as Tool from "../src/Tool.js"
 import type { ToolCallLog } from "../src/ToolCallLog.js"
@@ -19,13 +21,14 @@ import { ToolRegistry, type ToolRegistrationError } from "../src/ToolRegistry.js
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
 import * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
+import { isPresentationMode } from "./internal/registryChecks.js"
 import * as TimeoutPolicy from "./TimeoutPolicy.js"
 import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
 import * as ToolCallLogNoop from "./ToolCallLogNoop.js"
 
 /**
  * What {@link layer} assembles. Every field is optional and read exactly once, when `layer` is
- * called.
+ * called (the fields of `timeout` and `codeMode` too).
  *
  * @since 0.1.0
  * @category models
@@ -34,7 +37,8 @@ export interface Options<
   T extends Tool.Any = never,
   A extends Layer.Layer<Approval, unknown, unknown> = never,
   L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
-  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
 > {
   /**
    * Tools registered globally for the lifetime of the layer, in order. A refused definition
@@ -62,6 +66,18 @@ export interface Options<
   readonly timeout?: boolean | TimeoutPolicy.Options | undefined
   /** Ids of deferred context messages. Default: random UUIDs (`IdGenerator.layerRandom`). */
   readonly ids?: I | undefined
+  /**
+   * Code Mode: the registry holds the `run_code` transport (`InMemoryToolRegistry.layerCodeMode`;
+   * deployment `mode` default `code`, `maxParallelSubCalls` default 10). Default: none, so no
+   * view ever holds `run_code`.
+   */
+  readonly codeMode?: InMemoryToolRegistry.CodeModeOptions | undefined
+  /**
+   * The runtime `run_code` programs run in (e.g. `CodeRuntimeQuickJs.layer()`), part of the
+   * layer's output so prompt assembly and `run_code` find it. Default: none, so a non-native mode
+   * fails with `requires a code runtime`.
+   */
+  readonly codeRuntime?: C | undefined
 }
 
 type SuccessOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer ROut, infer _E, infer _R> ? ROut : never
@@ -71,12 +87,13 @@ type ToolRequirements<T> = T extends Tool.ToolDefinition<infer R> ? R : never
 
 /**
  * What {@link layer} provides: the runtime, the registry, a log and an id generator (everything
- * `Scheduler.runBatch` needs), plus whatever the chosen Layers provide.
+ * `Scheduler.runBatch` needs), plus whatever the chosen Layers provide (the `CodeRuntime` of
+ * `codeRuntime` among them).
  *
  * @since 0.1.0
  * @category models
  */
-export type Provided<A = never, L = never, I = never> =
+export type Provided<A = never, L = never, I = never, C = never> =
   | ToolRuntime.ToolRuntime
   | ToolRegistry
   | ToolCallLog
@@ -84,11 +101,13 @@ export type Provided<A = never, L = never, I = never> =
   | SuccessOf<A>
   | SuccessOf<L>
   | SuccessOf<I>
+  | SuccessOf<C>
 
 /**
- * Assembles a working runtime in one call: the in-memory registry, the runtime, the timeout
- * policy (on unless `timeout: false`), the chosen approval service, a log (the no-op log unless
- * `log` is given), an id generator and the `tools`, registered for the layer's lifetime.
+ * Assembles a working runtime in one call: the in-memory registry (holding `run_code` when
+ * `codeMode` is given), the runtime, the timeout policy (on unless `timeout: false`), the chosen
+ * approval service, a log (the no-op log unless `log` is given), an id generator, the code
+ * runtime when `codeRuntime` is given and the `tools`, registered for the layer's lifetime.
  *
  * **Details**
  *
@@ -96,9 +115,11 @@ export type Provided<A = never, L = never, I = never> =
  * layer is built, before anything is registered: `Presets.layer options must be an object`,
  * `Presets.layer could not read option "<key>": <detail>`, `Presets.layer option "tools" must
  * be an array of tool definitions`, `Presets.layer option "<key>" must be a Layer`,
- * `Presets.layer option "timeout" must be true, false or { defaultTimeoutMs }` and
+ * `Presets.layer option "timeout" must be true, false or { defaultTimeoutMs }`,
  * `Presets.layer option "timeout.defaultTimeoutMs" must be a positive finite number no greater
- * than 2147483647`.
+ * than 2147483647`, `Presets.layer option "codeMode" must be an object`,
+ * `Presets.layer option "codeMode.mode" must be "native", "code" or "both"` and
+ * `Presets.layer option "codeMode.maxParallelSubCalls" must be a positive integer`.
  *
  * @example
  * ```ts
@@ -124,16 +145,22 @@ export const layer = <
   T extends Tool.Any = never,
   A extends Layer.Layer<Approval, unknown, unknown> = never,
   L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
-  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
 >(
-  options?: Options<T, A, L, I>
+  options?: Options<T, A, L, I, C>
 ): Layer.Layer<
-  Provided<A, L, I>,
-  ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError) | ErrorOf<A> | ErrorOf<L> | ErrorOf<I>,
+  Provided<A, L, I, C>,
+  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
+  | ErrorOf<A>
+  | ErrorOf<L>
+  | ErrorOf<I>
+  | ErrorOf<C>,
   | Exclude<ToolRequirements<T>, ToolRegistry>
   | Exclude<ContextOf<A>, ToolRegistry | ToolCallLog | IdGenerator.IdGenerator>
   | ContextOf<L>
   | ContextOf<I>
+  | ContextOf<C>
 > => {
   const read = readOptions(options)
   if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
@@ -142,9 +169,10 @@ export const layer = <
 
 const assemble = (read: Read): Layer.Layer<never, unknown, unknown> => {
   const base = Layer.mergeAll(
-    InMemoryToolRegistry.layer,
+    read.codeMode === undefined ? InMemoryToolRegistry.layer : InMemoryToolRegistry.layerCodeMode(read.codeMode),
     read.ids ?? IdGenerator.layerRandom,
-    read.log ?? ToolCallLogNoop.layer
+    read.log ?? ToolCallLogNoop.layer,
+    read.codeRuntime ?? Layer.empty
   )
   const services = read.approval === undefined ? base : read.approval.pipe(Layer.provideMerge(base))
   const policies = Layer.mergeAll(
@@ -166,9 +194,11 @@ interface Read {
   readonly log: Layer.Layer<ToolCallLog, unknown, unknown> | undefined
   readonly ids: Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> | undefined
   readonly timeout: false | TimeoutPolicy.Options | undefined
+  readonly codeMode: InMemoryToolRegistry.CodeModeOptions | undefined
+  readonly codeRuntime: Layer.Layer<CodeRuntime, unknown, unknown> | undefined
 }
 
-const KEYS = ["tools", "approval", "log", "timeout", "ids"] as const
+const KEYS = ["tools", "approval", "log", "timeout", "ids", "codeMode", "codeRuntime"] as const
 
 const prefix = "Presets.layer"
 
@@ -194,7 +224,17 @@ const readKeys = <K extends string>(
 
 /** Each option read once, then checked; a string is the message of the defect. */
 const readOptions = (options: unknown): Read | string => {
-  if (options === undefined) return { tools: [], approval: undefined, log: undefined, ids: undefined, timeout: undefined }
+  if (options === undefined) {
+    return {
+      tools: [],
+      approval: undefined,
+      log: undefined,
+      ids: undefined,
+      timeout: undefined,
+      codeMode: undefined,
+      codeRuntime: undefined
+    }
+  }
   const values = readKeys(prefix, options, KEYS)
   if (typeof values === "string") return values
   return checkValues(prefix, values)
@@ -204,18 +244,22 @@ const readOptions = (options: unknown): Read | string => {
 const checkValues = (label: string, values: Readonly<Record<(typeof KEYS)[number], unknown>>): Read | string => {
   const tools = copyTools(label, values.tools)
   if (typeof tools === "string") return tools
-  for (const key of ["approval", "log", "ids"] as const) {
+  for (const key of ["approval", "log", "ids", "codeRuntime"] as const) {
     const value = values[key]
     if (value !== undefined && !isLayer(value)) return `${label} option "${key}" must be a Layer`
   }
   const timeout = readTimeout(label, values.timeout)
   if (typeof timeout === "string") return timeout
+  const codeMode = readCodeMode(label, values.codeMode)
+  if (typeof codeMode === "string") return codeMode
   return {
     tools,
     approval: values.approval as Read["approval"],
     log: values.log as Read["log"],
     ids: values.ids as Read["ids"],
-    timeout
+    timeout,
+    codeMode,
+    codeRuntime: values.codeRuntime as Read["codeRuntime"]
   }
 }
 
@@ -259,6 +303,32 @@ const readTimeout = (prefix: string, timeout: unknown): false | TimeoutPolicy.Op
   return { defaultTimeoutMs: ms }
 }
 
+/** `codeMode`'s fields, read once each into a fresh options object; a string is the message of the defect. */
+const readCodeMode = (
+  prefix: string,
+  codeMode: unknown
+): InMemoryToolRegistry.CodeModeOptions | undefined | string => {
+  if (codeMode === undefined) return undefined
+  const shape = `${prefix} option "codeMode" must be an object`
+  if (typeof codeMode !== "object" || codeMode === null) return shape
+  let mode: unknown, maxParallelSubCalls: unknown
+  try {
+    if (Array.isArray(codeMode)) return shape
+    const record = codeMode as Record<string, unknown>
+    mode = record.mode
+    maxParallelSubCalls = record.maxParallelSubCalls
+  } catch (thrown) {
+    return `${prefix} could not read option "codeMode": ${detailOf(thrown).message}`
+  }
+  if (mode !== undefined && !isPresentationMode(mode)) {
+    return `${prefix} option "codeMode.mode" must be "native", "code" or "both"`
+  }
+  if (maxParallelSubCalls !== undefined && !CodeMode.isValidMaxParallelSubCalls(maxParallelSubCalls)) {
+    return `${prefix} option "codeMode.maxParallelSubCalls" must be a positive integer`
+  }
+  return { mode, maxParallelSubCalls }
+}
+
 /**
  * The default runtime, `layer()`: in-memory registry, timeout policy on, no approval service
  * (so every `ask` is denied), the no-op log, random context ids.
@@ -293,8 +363,9 @@ export interface ApprovalOptions<
   L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
   I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
   G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
-  X extends boolean = false
-> extends Omit<Options<T, never, L, I>, "approval"> {
+  X extends boolean = false,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
+> extends Omit<Options<T, never, L, I, C>, "approval"> {
   /** The deployment default policy (`ask` unless given). */
   readonly policy?: ApprovalService.Policy | undefined
   /** Where "always allow" answers are remembered (e.g. `ApprovalGrants.layerMemory`). Default: none. */
@@ -312,8 +383,8 @@ export interface ApprovalOptions<
  * @since 0.1.0
  * @category models
  */
-export type ApprovalProvided<L = never, I = never, G = never, X extends boolean = false> =
-  | Provided<never, L, I>
+export type ApprovalProvided<L = never, I = never, G = never, X extends boolean = false, C = never> =
+  | Provided<never, L, I, C>
   | Approval
   | ApprovalService.ApprovalService
   | SuccessOf<G>
@@ -324,8 +395,9 @@ export type ApprovalProvided<L = never, I = never, G = never, X extends boolean 
  * it: the service audits to the chosen `log` (the no-op log unless given — pass a durable log to
  * keep the audit), scopes answerers and policies by the preset's registry, remembers grants in
  * `grants` when given, and with `interactive: true` puts every request to a person through
- * `ApprovalLayers.InteractiveApprovals`. Options that cannot be used are a defect raised when the
- * layer is built (`Presets.layerApproval options must be an object`,
+ * `ApprovalLayers.InteractiveApprovals`; `codeMode` and `codeRuntime` add Code Mode as in
+ * {@link layer}, so `run_code`'s sub-calls ask the same service. Options that cannot be used are
+ * a defect raised when the layer is built (`Presets.layerApproval options must be an object`,
  * `Presets.layerApproval option "policy" must be "ask" or "never"`, `… option "grants" must be a
  * Layer`, `… option "interactive" must be a boolean`, and those of {@link layer}).
  *
@@ -352,13 +424,18 @@ export const layerApproval = <
   L extends Layer.Layer<ToolCallLog, unknown, unknown> = never,
   I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
   G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
-  X extends boolean = false
+  X extends boolean = false,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
 >(
-  options?: ApprovalOptions<T, L, I, G, X>
+  options?: ApprovalOptions<T, L, I, G, X, C>
 ): Layer.Layer<
-  ApprovalProvided<L, I, G, X>,
-  ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError) | ErrorOf<L> | ErrorOf<I> | ErrorOf<G>,
-  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<L> | ContextOf<I> | ContextOf<G>
+  ApprovalProvided<L, I, G, X, C>,
+  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
+  | ErrorOf<L>
+  | ErrorOf<I>
+  | ErrorOf<G>
+  | ErrorOf<C>,
+  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<L> | ContextOf<I> | ContextOf<G> | ContextOf<C>
 > => {
   const label = "Presets.layerApproval"
   const values = options === undefined
@@ -372,7 +449,18 @@ export const layerApproval = <
   return assemble({ ...read, approval }) as never
 }
 
-const APPROVAL_KEYS = ["tools", "log", "timeout", "ids", "policy", "grants", "interactive", "approvalIds"] as const
+const APPROVAL_KEYS = [
+  "tools",
+  "log",
+  "timeout",
+  "ids",
+  "codeMode",
+  "codeRuntime",
+  "policy",
+  "grants",
+  "interactive",
+  "approvalIds"
+] as const
 
 /** The approval service {@link layerApproval} wires in, from its checked options. */
 const approvalLayer = (
