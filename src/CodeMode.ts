@@ -24,7 +24,7 @@ import type { JsonValue } from "./Json.js"
 import type * as Presentation from "./Presentation.js"
 import * as Tool from "./Tool.js"
 import { RUN_CODE_NAME, ToolRegistry } from "./ToolRegistry.js"
-import type { PresentationMode, ToolSchema } from "./ToolRegistry.js"
+import type { RegistryView, ToolSchema } from "./ToolRegistry.js"
 
 export {
   /**
@@ -209,10 +209,14 @@ export interface PromptSection {
   readonly text: string
 }
 
-const requireMounted = (mode: PresentationMode) =>
+const requireMounted = (view: RegistryView) =>
   Effect.flatMap(Effect.serviceOption(CodeRuntime), (mounted) => {
-    const required = internal.requireRuntime(mode, Option.getOrUndefined(mounted))
-    return required.ok ? Effect.succeed(required.language) : Effect.fail(required.error)
+    const required = internal.requireRuntime(view.mode, Option.getOrUndefined(mounted))
+    if (!required.ok) return Effect.fail(required.error)
+    if (view.get(RUN_CODE_NAME) === undefined) {
+      return Effect.fail(new internal.CodeModeError({ message: internal.missingTransportMessage(view.mode) }))
+    }
+    return Effect.succeed(required.language)
   })
 
 /**
@@ -230,7 +234,7 @@ export const assembly: (agent?: AgentId) => Effect.Effect<Assembly, internal.Cod
 )(function*(agent?: AgentId) {
   const registry = yield* ToolRegistry
   const view = registry.unsafeView(agent)
-  if (view.mode !== "native") yield* requireMounted(view.mode)
+  if (view.mode !== "native") yield* requireMounted(view)
   const schemas = yield* registry.schemas(agent)
   switch (view.mode) {
     case "native":
@@ -259,7 +263,7 @@ export const promptSections: (
   const registry = yield* ToolRegistry
   const view = registry.unsafeView(agent)
   if (view.mode === "native") return []
-  const language = yield* requireMounted(view.mode)
+  const language = yield* requireMounted(view)
   const tools: Array<CodeSdk.SdkTool> = []
   for (const tool of view.tools) {
     const definition = tool.definition

@@ -280,6 +280,26 @@ describe("CodeMode assembly and prompt sections (MODE-1…4)", () => {
     }).pipe(provide)
   })
 
+  it.scoped("MODE-3: a non-native mode on a registry built without the run_code transport fails loudly", () => {
+    const fake = Code.make(programs)
+    const missing = (mode: string) =>
+      `mode "${mode}" needs the \`run_code\` transport, but this registry was built without it — build it with ` +
+      "InMemoryToolRegistry.layerCodeMode (or layerWith({ mode, transport: CodeMode.makeTransport() })) " +
+      "or present the tools as \"native\""
+    return Effect.gen(function*() {
+      const registry = yield* ToolRegistry
+      yield* registry.register(echo())
+      yield* registry.presentAs("code", { agent: "A" })
+      yield* registry.presentAs("both", { agent: "B" })
+      assert.strictEqual(yield* failureMessage(CodeMode.assembly("A")), missing("code"))
+      assert.strictEqual(yield* failureMessage(CodeMode.promptSections("A")), missing("code"))
+      assert.strictEqual(yield* failureMessage(CodeMode.assembly("B")), missing("both"))
+      const native = yield* CodeMode.assembly()
+      assert.deepStrictEqual(native.schemas.map((schema) => schema.name), ["echo"])
+      assert.deepStrictEqual(yield* CodeMode.promptSections(), [])
+    }).pipe(Effect.provide(Layer.mergeAll(InMemoryToolRegistry.layer, fake.layer)))
+  })
+
   it.scoped("T-PTC-015 / MODE-3: a runtime language without a renderer fails assembly", () => {
     const { provide } = withFake({}, "ruby")
     return Effect.gen(function*() {

@@ -102,6 +102,17 @@ export const unknownFlavorMessage = (language: unknown): string =>
   } (known: ${KNOWN_LANGUAGES})`
 
 /** PTC-5. @internal */
+/**
+ * A non-native mode on a registry built without the `run_code` transport: the model would get
+ * no callable tool, so assembly fails instead.
+ *
+ * @internal
+ */
+export const missingTransportMessage = (mode: string): string =>
+  `mode "${mode}" needs the \`${RUN_CODE_NAME}\` transport, but this registry was built without it — ` +
+  `build it with InMemoryToolRegistry.layerCodeMode (or layerWith({ mode, transport: CodeMode.makeTransport() })) ` +
+  `or present the tools as "native"`
+
 export const INVALID_DESCRIPTION_MESSAGE = "invalid description: expected a non-empty string"
 
 /** A runtime's `language`, read once; a throwing getter reads as `undefined`. */
