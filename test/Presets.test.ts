@@ -405,6 +405,7 @@ describe("issue 9: Code Mode in one call (Presets codeMode / codeRuntime)", () =
       const registry = yield* ToolRegistry
       yield* registry.presentAs("code", { agent: "A" })
       assert.deepStrictEqual(names(yield* CodeMode.assembly("A")), ["run_code"])
+      assert.strictEqual(registry.unsafeView("A").get("run_code")?.definition.name, "run_code")
     }).pipe(Effect.provide(Presets.layer({
       tools: [echo()],
       codeMode: { mode: "native" },
@@ -415,7 +416,7 @@ describe("issue 9: Code Mode in one call (Presets codeMode / codeRuntime)", () =
     Effect.gen(function*() {
       const registry = yield* ToolRegistry
       yield* registry.presentAs("code", { agent: "A" })
-      assert.deepStrictEqual(names(yield* CodeMode.assembly("A")), [])
+      assert.strictEqual(registry.unsafeView("A").get("run_code"), undefined)
       assert.deepStrictEqual(yield* runCode("return 1", "A"), unknownTool("run_code"))
     }).pipe(Effect.provide(Presets.layer({ tools: [echo()], codeRuntime: Code.make({}).layer }))))
 
