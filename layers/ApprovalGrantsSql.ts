@@ -22,20 +22,21 @@
  *
  * @since 0.1.0
  */
-import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type { Grant, Query, Service, Store } from "../src/ApprovalGrants.js"
 import * as ApprovalGrants from "../src/ApprovalGrants.js"
-import type * as ToolCallLog from "../src/ToolCallLog.js"
 import type { Dialect } from "./internal/grantsLayout.js"
-import { layoutDifferences, readLayout } from "./internal/grantsLayout.js"
+import { expectedLayout } from "./internal/grantsLayout.js"
 import type { Corrupt, Row } from "./internal/grantsRows.js"
 import { decodeRow } from "./internal/grantsRows.js"
-import * as ToolCallLogSql from "./ToolCallLogSql.js"
+import { openLibsql, readLibsqlOptions } from "./internal/sqlLibsql.js"
+import { checkLayout } from "./internal/sqlLayout.js"
+import type { Subject } from "./internal/sqlMessages.js"
+import { storageError } from "./internal/sqlMessages.js"
+import { runMigrations } from "./internal/sqlMigrate.js"
 
 /**
  * The grants table.
@@ -81,20 +82,11 @@ const CREATE: Record<Dialect, ReadonlyArray<string>> = {
   ]
 }
 
-const causeMessage = (cause: unknown): string => {
-  try {
-    if (cause instanceof Error) return String(cause.message)
-    return String(cause)
-  } catch {
-    return "unknown error"
-  }
+const subject: Subject<ApprovalGrants.ApprovalGrantsError> = {
+  name: "approval grants",
+  error: (message, reason) =>
+    new ApprovalGrants.ApprovalGrantsError(reason === undefined ? { message } : { message, reason })
 }
-
-const sqlMessage = (error: SqlError): string =>
-  error.cause === undefined ? causeMessage(error.message) : causeMessage(error.cause)
-
-const storageError = (prefix: string) => (error: SqlError): ApprovalGrants.ApprovalGrantsError =>
-  new ApprovalGrants.ApprovalGrantsError({ message: `${prefix}: ${sqlMessage(error)}` })
 
 const dialectOf = (sql: SqlClient.SqlClient): Effect.Effect<Dialect, ApprovalGrants.ApprovalGrantsError> =>
   sql.onDialectOrElse({
@@ -102,68 +94,37 @@ const dialectOf = (sql: SqlClient.SqlClient): Effect.Effect<Dialect, ApprovalGra
     pg: () => Effect.succeed<Dialect>("pg"),
     orElse: () =>
       Effect.fail(
-        new ApprovalGrants.ApprovalGrantsError({
-          message: "approval grants need a SQLite or PostgreSQL SQL client; MySQL, SQL Server and ClickHouse are " +
-            "not supported"
-        })
+        subject.error(
+          "approval grants need a SQLite or PostgreSQL SQL client; MySQL, SQL Server and ClickHouse are not supported"
+        )
       )
   })
 
-const createError = (message: string): ApprovalGrants.ApprovalGrantsError =>
-  new ApprovalGrants.ApprovalGrantsError({ message: `approval grants could not create their table: ${message}` })
-
-const isSqlError = (value: unknown): value is SqlError =>
-  typeof value === "object" && value !== null && (value as { readonly _tag?: unknown })._tag === "SqlError"
-
-const migrationMessage = (failure: unknown): string => {
-  if (isSqlError(failure)) return sqlMessage(failure)
-  if (failure instanceof Migrator.MigrationError) {
-    return isSqlError(failure.cause) ? sqlMessage(failure.cause) : causeMessage(failure.message)
-  }
-  return causeMessage(failure)
-}
-
 const migrate = (sql: SqlClient.SqlClient, dialect: Dialect): Effect.Effect<void, ApprovalGrants.ApprovalGrantsError> =>
-  Migrator.make({})({
-    table: migrationsTable,
-    loader: Effect.succeed<ReadonlyArray<Migrator.ResolvedMigration>>([
-      [
-        1,
-        "create_approval_grants",
-        Effect.succeed(Effect.forEach(CREATE[dialect], (statement) => sql.unsafe(statement), { discard: true }))
-      ]
-    ])
-  }).pipe(
-    Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.mapError((error) => createError(migrationMessage(error))),
-    Effect.catchAllDefect((defect) => Effect.fail(createError(migrationMessage(defect)))),
-    Effect.asVoid
+  runMigrations(
+    sql,
+    migrationsTable,
+    [[
+      1,
+      "create_approval_grants",
+      Effect.succeed(Effect.forEach(CREATE[dialect], (statement) => sql.unsafe(statement), { discard: true }))
+    ]],
+    (message) => subject.error(`approval grants could not create their table: ${message}`)
   )
 
 /**
  * Checks the table's layout. `before` the migration, only another kind of object in the table's
  * place is refused (the migration's index would fail on it with a less clear message).
  */
-const checkLayout = (
+const checkTable = (
   sql: SqlClient.SqlClient,
   dialect: Dialect,
   before: boolean
 ): Effect.Effect<void, ApprovalGrants.ApprovalGrantsError> =>
-  readLayout(sql, dialect, table).pipe(
-    Effect.mapError(storageError("approval grants could not check their table")),
-    Effect.flatMap((layout) => {
-      const differences = before && (layout.kind === "table" || layout.kind === "missing")
-        ? []
-        : layoutDifferences(dialect, layout, migrationsTable)
-      if (differences.length === 0) return Effect.void
-      return Effect.fail(
-        new ApprovalGrants.ApprovalGrantsError({
-          message: `approval grants table "${table}" has a different layout: ${differences.join("; ")}`,
-          reason: { _tag: "TableLayout", table, differences }
-        })
-      )
-    })
-  )
+  checkLayout(subject, sql, dialect, table, expectedLayout(dialect, migrationsTable), {
+    checkError: "approval grants could not check their table",
+    kindOnly: before
+  })
 
 const warnCorrupt = (entry: Corrupt): Effect.Effect<void> =>
   Effect.logWarning(`approval grants skipped a corrupt row (seq ${entry.sequence}): ${entry.reason}`).pipe(
@@ -198,12 +159,12 @@ export const makeStore: Effect.Effect<Store, ApprovalGrants.ApprovalGrantsError,
   function*() {
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* dialectOf(sql)
-    yield* checkLayout(sql, dialect, true)
+    yield* checkTable(sql, dialect, true)
     yield* migrate(sql, dialect)
-    yield* checkLayout(sql, dialect, false)
+    yield* checkTable(sql, dialect, false)
 
-    const writeError = storageError("approval grants could not be written")
-    const readError = storageError("approval grants could not be read")
+    const writeError = storageError(subject, "approval grants could not be written")
+    const readError = storageError(subject, "approval grants could not be read")
     const select = sql`SELECT seq AS seq, id AS id, tool_name AS tool_name, agent AS agent,
 arguments_digest AS arguments_digest, created_at AS created_at, expires_at AS expires_at FROM ${sql(table)}`
 
@@ -296,56 +257,11 @@ export interface LibsqlOptions {
   readonly authToken?: string | undefined
 }
 
-const URL_RULE = "approval grants url must be a libSQL URL (\"file:<path>\", \":memory:\" or a server URL)"
-
-const invalidOption = (option: string, message: string): ApprovalGrants.ApprovalGrantsError =>
-  new ApprovalGrants.ApprovalGrantsError({ message, reason: { _tag: "InvalidOption", option } })
-
-const typeName = (value: unknown): string => (value === null ? "null" : typeof value)
-
-const readLibsqlOptions = (
-  options: unknown
-): Effect.Effect<ToolCallLogSql.LibsqlOptions, ApprovalGrants.ApprovalGrantsError> =>
-  Effect.suspend(() => {
-    let url: unknown
-    let authToken: unknown
-    try {
-      if (typeof options !== "object" || options === null) {
-        return Effect.fail(invalidOption("url", `approval grants options must be an object, not ${typeName(options)}`))
-      }
-      const read = options as { readonly url?: unknown; readonly authToken?: unknown }
-      url = read.url
-      authToken = read.authToken
-    } catch (error) {
-      return Effect.fail(invalidOption("url", `approval grants options could not be read: ${causeMessage(error)}`))
-    }
-    if (typeof url !== "string") return Effect.fail(invalidOption("url", `${URL_RULE}, not ${typeName(url)}`))
-    if (url === "") return Effect.fail(invalidOption("url", `${URL_RULE}, not an empty string`))
-    if (url.includes("\u0000")) {
-      return Effect.fail(invalidOption("url", `${URL_RULE}, not a string containing a NUL character`))
-    }
-    if (/^file:(\/\/(localhost)?)?\/?(\?.*)?$/i.test(url)) {
-      return Effect.fail(invalidOption("url", `${URL_RULE}, not a file: URL without a path`))
-    }
-    if (authToken !== undefined && typeof authToken !== "string") {
-      return Effect.fail(
-        invalidOption("authToken", `approval grants authToken must be a string, not ${typeName(authToken)}`)
-      )
-    }
-    return Effect.succeed(authToken === undefined ? { url } : { url, authToken })
-  })
-
-const fromLogError = (error: ToolCallLog.ToolCallLogError): ApprovalGrants.ApprovalGrantsError =>
-  new ApprovalGrants.ApprovalGrantsError({
-    message: error.message.replace(/^tool call log /, "approval grants "),
-    ...(error.reason?._tag === "InvalidOption" ? { reason: error.reason } : {})
-  })
-
 /**
  * Grants in their own libSQL database, opened (options, connection, migration and layout
  * checked) when the layer is built and closed when it is released; reopening the same file
- * finds every grant stored before and none revoked. The connection is the one
- * `ToolCallLogSql.layerLibsqlClient` opens (WAL on a file). Needs the optional package
+ * finds every grant stored before and none revoked. The connection is opened as
+ * `ToolCallLogSql.layerLibsqlClient` opens it (WAL on a file). Needs the optional package
  * `@effect/sql-libsql`. To keep grants in the log's database, use {@link layer} over the log's
  * client instead.
  *
@@ -364,8 +280,8 @@ const fromLogError = (error: ToolCallLog.ToolCallLogError): ApprovalGrants.Appro
 export const layerLibsql = (
   options: LibsqlOptions
 ): Layer.Layer<ApprovalGrants.ApprovalGrants, ApprovalGrants.ApprovalGrantsError> =>
-  Layer.unwrapEffect(
-    Effect.map(readLibsqlOptions(options), (read) =>
-      layer.pipe(Layer.provide(Layer.catchAll(ToolCallLogSql.layerLibsqlClient(read), (error) =>
-        Layer.fail(fromLogError(error))))))
+  Layer.scoped(
+    ApprovalGrants.ApprovalGrants,
+    Effect.flatMap(readLibsqlOptions(subject, options, true), (read) =>
+      Effect.flatMap(openLibsql(subject, read), (sql) => Effect.provideService(make, SqlClient.SqlClient, sql)))
   )

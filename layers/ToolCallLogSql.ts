@@ -25,17 +25,19 @@
  *
  * @since 0.1.0
  */
-import * as Reactivity from "@effect/experimental/Reactivity"
-import * as Migrator from "@effect/sql/Migrator"
+import type * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
 import type { CorruptRecord, LogContents, LogRecord, Service } from "../src/ToolCallLog.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
+import { openLibsql, readLibsqlOptions } from "./internal/sqlLibsql.js"
+import type { Dialect, Expected } from "./internal/sqlLayout.js"
+import { checkLayout } from "./internal/sqlLayout.js"
+import type { Subject } from "./internal/sqlMessages.js"
+import { causeMessage, storageError } from "./internal/sqlMessages.js"
+import { runMigrations } from "./internal/sqlMigrate.js"
 
 /**
  * The log's table.
@@ -53,8 +55,6 @@ export const table = "tool_call_log"
  * @category models
  */
 export const migrationsTable = "tool_call_log_migrations"
-
-type Dialect = "sqlite" | "pg" | "mysql" | "mssql"
 
 const CREATE: Record<Dialect, string> = {
   sqlite: `CREATE TABLE IF NOT EXISTS ${table} (
@@ -100,245 +100,27 @@ const EXPECTED_TYPES: Record<Dialect, Readonly<Record<"seq" | "tag" | "payload",
 
 const COLUMNS = ["seq", "tag", "payload"] as const
 
+const expectedLayout = (dialect: Dialect): Expected<(typeof COLUMNS)[number]> => ({
+  columns: COLUMNS,
+  types: EXPECTED_TYPES[dialect],
+  migrationsTable
+})
+
 interface Row {
   readonly seq: unknown
   readonly tag: unknown
   readonly payload: unknown
 }
 
-const causeMessage = (cause: unknown): string => {
-  try {
-    if (cause instanceof Error) return String(cause.message)
-    return String(cause)
-  } catch {
-    return "unknown error"
-  }
+const subject: Subject<ToolCallLog.ToolCallLogError> = {
+  name: "tool call log",
+  error: (message, reason) =>
+    new ToolCallLog.ToolCallLogError(reason === undefined ? { message } : { message, reason })
 }
-
-const sqlMessage = (error: SqlError): string =>
-  error.cause === undefined ? causeMessage(error.message) : causeMessage(error.cause)
-
-const storageError = (prefix: string) => (error: SqlError): ToolCallLog.ToolCallLogError =>
-  new ToolCallLog.ToolCallLogError({ message: `${prefix}: ${sqlMessage(error)}` })
-
-const text = (value: unknown): string => (typeof value === "string" ? value : "")
-
-// ---------------------------------------------------------------------------------------------
-// layout
-// ---------------------------------------------------------------------------------------------
-
-interface Column {
-  readonly name: string
-  readonly type: string
-  readonly pk: boolean
-  /** Whether the database numbers the column itself (identity, sequence, auto-increment). */
-  readonly generated: boolean
-}
-
-interface Layout {
-  /** `"table"`, `"missing"`, or what the object is instead (`"view"`, `"index"`, …). */
-  readonly kind: string
-  readonly notes: ReadonlyArray<string>
-  readonly columns: ReadonlyArray<Column>
-}
-
-const isTrue = (value: unknown): boolean =>
-  value === true || value === 1 || value === 1n || value === "1" || value === "YES" || value === "yes"
-
-const readSqliteLayout = (sql: SqlClient.SqlClient): Effect.Effect<Layout, SqlError> =>
-  Effect.gen(function*() {
-    const schema = yield* sql<{ readonly type: unknown; readonly sql: unknown }>`SELECT type, sql FROM sqlite_master WHERE name = ${table}`
-      .withoutTransform
-    if (schema.length === 0) return { kind: "missing", notes: [], columns: [] }
-    const kind = text(schema[0]!.type)
-    if (kind !== "table") return { kind: kind || "schema object", notes: [], columns: [] }
-    const notes = /\bWITHOUT\s+ROWID\b/i.test(text(schema[0]!.sql))
-      ? ["it is a WITHOUT ROWID table (seq is not assigned automatically)"]
-      : []
-    const info = yield* sql.unsafe<{ readonly name: unknown; readonly type: unknown; readonly pk: unknown }>(
-      `PRAGMA table_info(${table})`
-    ).withoutTransform
-    const columns = info.map((column): Column => {
-      const pk = column.pk !== 0 && column.pk !== 0n && column.pk !== "0"
-      // An INTEGER PRIMARY KEY of a rowid table is the rowid: SQLite numbers it.
-      return { name: text(column.name), type: text(column.type), pk, generated: true }
-    })
-    return { kind, notes, columns }
-  })
-
-const PG_KINDS: Readonly<Record<string, string>> = {
-  r: "table",
-  p: "table",
-  v: "view",
-  m: "materialized view",
-  f: "foreign table",
-  S: "sequence",
-  i: "index",
-  I: "index",
-  c: "composite type"
-}
-
-const readPgLayout = (sql: SqlClient.SqlClient): Effect.Effect<Layout, SqlError> =>
-  Effect.gen(function*() {
-    const relation = yield* sql<{ readonly kind: unknown }>`SELECT c.relkind AS kind
-FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = current_schema() AND c.relname = ${table}`.withoutTransform
-    if (relation.length === 0) return { kind: "missing", notes: [], columns: [] }
-    const kind = PG_KINDS[text(relation[0]!.kind)] ?? "schema object"
-    if (kind !== "table") return { kind, notes: [], columns: [] }
-    const info = yield* sql<
-      { readonly name: unknown; readonly type: unknown; readonly dflt: unknown; readonly ident: unknown }
-    >`SELECT column_name AS name, data_type AS type, column_default AS dflt, is_identity AS ident
-FROM information_schema.columns
-WHERE table_schema = current_schema() AND table_name = ${table}
-ORDER BY ordinal_position`.withoutTransform
-    const keys = yield* sql<{ readonly name: unknown }>`SELECT kcu.column_name AS name
-FROM information_schema.table_constraints tc
-JOIN information_schema.key_column_usage kcu
-  ON kcu.constraint_schema = tc.constraint_schema AND kcu.constraint_name = tc.constraint_name
-WHERE tc.constraint_type = 'PRIMARY KEY' AND tc.table_schema = current_schema() AND tc.table_name = ${table}`
-      .withoutTransform
-    const pk = new Set(keys.map((key) => text(key.name)))
-    const columns = info.map((column): Column => ({
-      name: text(column.name),
-      type: text(column.type),
-      pk: pk.has(text(column.name)),
-      generated: isTrue(column.ident) || text(column.dflt).startsWith("nextval(")
-    }))
-    return { kind, notes: [], columns }
-  })
-
-const readMysqlLayout = (sql: SqlClient.SqlClient): Effect.Effect<Layout, SqlError> =>
-  Effect.gen(function*() {
-    const relation = yield* sql<{ readonly kind: unknown }>`SELECT TABLE_TYPE AS kind FROM information_schema.TABLES
-WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${table}`.withoutTransform
-    if (relation.length === 0) return { kind: "missing", notes: [], columns: [] }
-    const kind = text(relation[0]!.kind) === "BASE TABLE" ? "table" : "view"
-    if (kind !== "table") return { kind, notes: [], columns: [] }
-    const info = yield* sql<
-      { readonly name: unknown; readonly type: unknown; readonly pk: unknown; readonly extra: unknown }
-    >`SELECT COLUMN_NAME AS name, DATA_TYPE AS type, COLUMN_KEY AS pk, EXTRA AS extra
-FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${table}
-ORDER BY ORDINAL_POSITION`.withoutTransform
-    const columns = info.map((column): Column => ({
-      name: text(column.name),
-      type: text(column.type),
-      pk: text(column.pk) === "PRI",
-      generated: /auto_increment/i.test(text(column.extra))
-    }))
-    return { kind, notes: [], columns }
-  })
-
-const readMssqlLayout = (sql: SqlClient.SqlClient): Effect.Effect<Layout, SqlError> =>
-  Effect.gen(function*() {
-    const relation = yield* sql<{ readonly kind: unknown }>`SELECT TABLE_TYPE AS kind FROM INFORMATION_SCHEMA.TABLES
-WHERE TABLE_SCHEMA = SCHEMA_NAME() AND TABLE_NAME = ${table}`.withoutTransform
-    if (relation.length === 0) return { kind: "missing", notes: [], columns: [] }
-    const kind = text(relation[0]!.kind) === "BASE TABLE" ? "table" : "view"
-    if (kind !== "table") return { kind, notes: [], columns: [] }
-    const info = yield* sql<{ readonly name: unknown; readonly type: unknown; readonly ident: unknown }>`SELECT
-  c.COLUMN_NAME AS name, c.DATA_TYPE AS type,
-  COLUMNPROPERTY(OBJECT_ID(QUOTENAME(c.TABLE_SCHEMA) + '.' + QUOTENAME(c.TABLE_NAME)), c.COLUMN_NAME, 'IsIdentity') AS ident
-FROM INFORMATION_SCHEMA.COLUMNS c WHERE c.TABLE_SCHEMA = SCHEMA_NAME() AND c.TABLE_NAME = ${table}
-ORDER BY c.ORDINAL_POSITION`.withoutTransform
-    const keys = yield* sql<{ readonly name: unknown }>`SELECT kcu.COLUMN_NAME AS name
-FROM INFORMATION_SCHEMA.TABLE_CONSTRAINTS tc
-JOIN INFORMATION_SCHEMA.KEY_COLUMN_USAGE kcu
-  ON kcu.CONSTRAINT_SCHEMA = tc.CONSTRAINT_SCHEMA AND kcu.CONSTRAINT_NAME = tc.CONSTRAINT_NAME
-WHERE tc.CONSTRAINT_TYPE = 'PRIMARY KEY' AND tc.TABLE_SCHEMA = SCHEMA_NAME() AND tc.TABLE_NAME = ${table}`
-      .withoutTransform
-    const pk = new Set(keys.map((key) => text(key.name).toLowerCase()))
-    const columns = info.map((column): Column => ({
-      name: text(column.name),
-      type: text(column.type),
-      pk: pk.has(text(column.name).toLowerCase()),
-      generated: isTrue(column.ident)
-    }))
-    return { kind, notes: [], columns }
-  })
-
-const READ_LAYOUT: Record<Dialect, (sql: SqlClient.SqlClient) => Effect.Effect<Layout, SqlError>> = {
-  sqlite: readSqliteLayout,
-  pg: readPgLayout,
-  mysql: readMysqlLayout,
-  mssql: readMssqlLayout
-}
-
-/**
- * The differences between an existing table and the log's layout. Column names compare exactly
- * on PostgreSQL (an unquoted `seq` means `seq`) and case-insensitively elsewhere; declared types
- * up to case; `NOT NULL` is not required (a NULL is reported per row by `contents`).
- */
-const layoutDifferences = (dialect: Dialect, layout: Layout): ReadonlyArray<string> => {
-  if (layout.kind === "missing") {
-    return [`it does not exist, although the migrations table "${migrationsTable}" records it as created`]
-  }
-  if (layout.kind !== "table") return [`it is ${/^[aeiou]/.test(layout.kind) ? "an" : "a"} ${layout.kind}, not a table`]
-  const fold = dialect === "pg" ? (name: string) => name : (name: string) => name.toLowerCase()
-  const differences: Array<string> = [...layout.notes]
-  const found = new Map<string, Column>()
-  for (const column of layout.columns) found.set(fold(column.name), column)
-  const expectedTypes = EXPECTED_TYPES[dialect]
-  for (const name of COLUMNS) {
-    const column = found.get(name)
-    if (column === undefined) {
-      differences.push(`missing column "${name}"`)
-      continue
-    }
-    const expected = expectedTypes[name]
-    if (column.type.toLowerCase() !== expected.toLowerCase()) {
-      const declared = column.type === "" ? "no type" : `type ${JSON.stringify(column.type)}`
-      differences.push(`column "${name}" has ${declared}, expected ${expected}`)
-    }
-    if (column.pk && name !== "seq") differences.push(`column "${name}" is part of the primary key`)
-    if (!column.pk && name === "seq") differences.push(`column "seq" is not the primary key`)
-    if (name === "seq" && !column.generated) {
-      differences.push(`column "seq" is not numbered by the database (no identity or sequence)`)
-    }
-  }
-  for (const column of layout.columns) {
-    if (!(COLUMNS as ReadonlyArray<string>).includes(fold(column.name))) {
-      differences.push(`unexpected column ${JSON.stringify(column.name)}`)
-    }
-  }
-  return differences
-}
-
-const checkError = storageError("tool call log could not check its table")
-
-const checkLayout = (sql: SqlClient.SqlClient, dialect: Dialect): Effect.Effect<void, ToolCallLog.ToolCallLogError> =>
-  READ_LAYOUT[dialect](sql).pipe(
-    Effect.mapError(checkError),
-    Effect.flatMap((layout) => {
-      const differences = layoutDifferences(dialect, layout)
-      if (differences.length === 0) return Effect.void
-      return Effect.fail(
-        new ToolCallLog.ToolCallLogError({
-          message: `tool call log table "${table}" has a different layout: ${differences.join("; ")}`,
-          reason: { _tag: "TableLayout", table, differences }
-        })
-      )
-    })
-  )
 
 // ---------------------------------------------------------------------------------------------
 // migrations
 // ---------------------------------------------------------------------------------------------
-
-const migrationError = (what: string, message: string): ToolCallLog.ToolCallLogError =>
-  new ToolCallLog.ToolCallLogError({ message: `tool call log could not ${what}: ${message}` })
-
-const isSqlError = (value: unknown): value is SqlError =>
-  typeof value === "object" && value !== null && (value as { readonly _tag?: unknown })._tag === "SqlError"
-
-/** The message of a migrator failure: the SQL error underneath when there is one. */
-const migrationMessage = (failure: unknown): string => {
-  if (isSqlError(failure)) return sqlMessage(failure)
-  if (failure instanceof Migrator.MigrationError) {
-    return isSqlError(failure.cause) ? sqlMessage(failure.cause) : causeMessage(failure.message)
-  }
-  return causeMessage(failure)
-}
 
 /**
  * Runs the log's migrations up to `upTo`: 1 creates the table, 2 indexes `tag` (after the layout
@@ -354,11 +136,11 @@ const migrate = (
     [1, "create_tool_call_log", Effect.succeed(sql.unsafe(CREATE[dialect]))]
   ]
   if (upTo === 2) migrations.push([2, "index_tool_call_log_tag", Effect.succeed(sql.unsafe(CREATE_TAG_INDEX[dialect]))])
-  return Migrator.make({})({ table: migrationsTable, loader: Effect.succeed(migrations) }).pipe(
-    Effect.provideService(SqlClient.SqlClient, sql),
-    Effect.mapError((error) => migrationError(what, migrationMessage(error))),
-    Effect.catchAllDefect((defect) => Effect.fail(migrationError(what, migrationMessage(defect)))),
-    Effect.asVoid
+  return runMigrations(
+    sql,
+    migrationsTable,
+    migrations,
+    (message) => subject.error(`tool call log could not ${what}: ${message}`)
   )
 }
 
@@ -370,10 +152,10 @@ const dialectOf = (sql: SqlClient.SqlClient): Effect.Effect<Dialect, ToolCallLog
     mssql: () => Effect.succeed<Dialect>("mssql"),
     orElse: () =>
       Effect.fail(
-        new ToolCallLog.ToolCallLogError({
-          message: "tool call log needs a SQL client with auto-numbered keys (SQLite, PostgreSQL, MySQL or " +
+        subject.error(
+          "tool call log needs a SQL client with auto-numbered keys (SQLite, PostgreSQL, MySQL or " +
             "SQL Server); ClickHouse is not supported"
-        })
+        )
       )
   })
 
@@ -452,11 +234,13 @@ export const make: Effect.Effect<Service, ToolCallLog.ToolCallLogError, SqlClien
     const sql = yield* SqlClient.SqlClient
     const dialect = yield* dialectOf(sql)
     yield* migrate(sql, dialect, 1)
-    yield* checkLayout(sql, dialect)
+    yield* checkLayout(subject, sql, dialect, table, expectedLayout(dialect), {
+      checkError: "tool call log could not check its table"
+    })
     yield* migrate(sql, dialect, 2)
 
-    const appendError = storageError("tool call log append failed")
-    const readError = storageError("tool call log read failed")
+    const appendError = storageError(subject, "tool call log append failed")
+    const readError = storageError(subject, "tool call log read failed")
 
     const append = (record: LogRecord): Effect.Effect<void, ToolCallLog.ToolCallLogError> =>
       Effect.flatMap(
@@ -530,151 +314,6 @@ export interface LibsqlOptions {
   readonly authToken?: string | undefined
 }
 
-const URL_RULE = "tool call log url must be a libSQL URL (\"file:<path>\", \":memory:\" or a server URL)"
-
-const invalidOption = (option: string, message: string): ToolCallLog.ToolCallLogError =>
-  new ToolCallLog.ToolCallLogError({ message, reason: { _tag: "InvalidOption", option } })
-
-const typeName = (value: unknown): string => (value === null ? "null" : typeof value)
-
-interface ReadOptions {
-  readonly url: string
-  readonly authToken: string | undefined
-}
-
-const readLibsqlOptions = (options: LibsqlOptions): Effect.Effect<ReadOptions, ToolCallLog.ToolCallLogError> =>
-  Effect.suspend(() => {
-    let url: unknown
-    let authToken: unknown
-    try {
-      const read = options as { readonly url?: unknown; readonly authToken?: unknown }
-      url = read.url
-      authToken = read.authToken
-    } catch (error) {
-      return Effect.fail(invalidOption("url", `tool call log options could not be read: ${causeMessage(error)}`))
-    }
-    if (typeof url !== "string") return Effect.fail(invalidOption("url", `${URL_RULE}, not ${typeName(url)}`))
-    if (url === "") return Effect.fail(invalidOption("url", `${URL_RULE}, not an empty string`))
-    if (url.includes("\u0000")) {
-      return Effect.fail(invalidOption("url", `${URL_RULE}, not a string containing a NUL character`))
-    }
-    if (/^file:(\/\/(localhost)?)?\/?(\?.*)?$/i.test(url)) {
-      return Effect.fail(invalidOption("url", `${URL_RULE}, not a file: URL without a path`))
-    }
-    if (authToken !== undefined && typeof authToken !== "string") {
-      return Effect.fail(
-        invalidOption("authToken", `tool call log authToken must be a string, not ${typeName(authToken)}`)
-      )
-    }
-    return Effect.succeed({ url, authToken })
-  })
-
-type LibsqlModule = typeof LibsqlClient
-type Sdk = LibsqlClient.LibsqlClientConfig.Live["liveClient"]
-type Statement = Parameters<Sdk["execute"]>[0]
-
-const importLibsql: Effect.Effect<LibsqlModule, ToolCallLog.ToolCallLogError> = Effect.tryPromise({
-  try: () => import("@effect/sql-libsql/LibsqlClient"),
-  catch: (error) =>
-    new ToolCallLog.ToolCallLogError({
-      message: `tool call log layerLibsql needs the optional package @effect/sql-libsql: ${causeMessage(error)}`
-    })
-})
-
-/**
- * A local libSQL client on one connection. The libSQL client hands its connection to every
- * transaction and opens a fresh one afterwards, which loses a `:memory:` database (and leaves a
- * file's old connection open); here a transaction is `BEGIN IMMEDIATE` … `COMMIT` on the same
- * connection. `@effect/sql-libsql` already serializes statements and transactions.
- */
-const oneConnection = (sdk: Sdk): Sdk => {
-  const run = (statement: string) => sdk.execute(statement)
-  const client = {
-    get closed() {
-      return sdk.closed
-    },
-    get protocol() {
-      return sdk.protocol
-    },
-    execute: (statement: Statement) => sdk.execute(statement),
-    batch: sdk.batch.bind(sdk),
-    migrate: sdk.migrate.bind(sdk),
-    executeMultiple: sdk.executeMultiple.bind(sdk),
-    sync: sdk.sync.bind(sdk),
-    close: () => sdk.close(),
-    transaction: async (mode?: string) => {
-      await run(mode === "read" ? "BEGIN" : mode === "deferred" ? "BEGIN DEFERRED" : "BEGIN IMMEDIATE")
-      let open = true
-      const end = async (statement: string) => {
-        if (!open) return
-        open = false
-        await run(statement)
-      }
-      return {
-        get closed() {
-          return !open
-        },
-        execute: (statement: Statement) => sdk.execute(statement),
-        batch: async (statements: ReadonlyArray<Statement>) => {
-          const results = []
-          for (const statement of statements) results.push(await sdk.execute(statement))
-          return results
-        },
-        executeMultiple: (statements: string) => sdk.executeMultiple(statements),
-        commit: () => end("COMMIT"),
-        rollback: () => end("ROLLBACK"),
-        close: () => {
-          if (open) void end("ROLLBACK").catch(() => undefined)
-        }
-      }
-    }
-  }
-  return client as unknown as Sdk
-}
-
-const redactedUrl = (url: string): string => url.split("?")[0]!
-
-const isMemoryUrl = (url: string): boolean => url === ":memory:" || /^file::memory:/i.test(url)
-
-const openLibsql = (
-  options: ReadOptions
-): Effect.Effect<SqlClient.SqlClient, ToolCallLog.ToolCallLogError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const Libsql = yield* importLibsql
-    const opened = yield* Libsql.make({
-      url: options.url,
-      ...(options.authToken === undefined ? {} : { authToken: Redacted.make(options.authToken) })
-    }).pipe(
-      Effect.catchAllDefect((defect) =>
-        Effect.fail(
-          new ToolCallLog.ToolCallLogError({
-            message: `tool call log could not open "${redactedUrl(options.url)}": ${causeMessage(defect)}`
-          })
-        )
-      )
-    )
-    const sdk = (opened as unknown as { readonly sdk?: Sdk }).sdk
-    if (sdk === undefined || sdk.protocol !== "file") return opened as SqlClient.SqlClient
-    const client = yield* Libsql.make({ liveClient: oneConnection(sdk) })
-    if (!isMemoryUrl(options.url)) {
-      // As @effect/sql-sqlite-node (better-sqlite3) does: WAL, synchronous NORMAL in WAL mode. An
-      // append survives a crash of the process; the last ones may be lost when the machine loses power.
-      yield* Effect.zipRight(client.unsafe("PRAGMA journal_mode = WAL"), client.unsafe("PRAGMA synchronous = NORMAL")).pipe(
-        Effect.mapError((error) =>
-          new ToolCallLog.ToolCallLogError({
-            message: `tool call log could not open "${redactedUrl(options.url)}": ${sqlMessage(error)}`
-          })
-        )
-      )
-      // libSQL's close leaves the -wal file behind; leaving WAL mode checkpoints it into the
-      // database file and removes it, so the closed file holds every record on its own (it can
-      // be copied alone). Runs before the connection closes; fails harmlessly when another
-      // connection still has the database open.
-      yield* Effect.addFinalizer(() => Effect.ignore(client.unsafe("PRAGMA journal_mode = DELETE")))
-    }
-    return client
-  }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
-
 /**
  * The log in a libSQL database — the embedded default for a log that outlives the process. The
  * database opens (options, connection, migration and table layout checked) when the layer is
@@ -699,8 +338,8 @@ export const layerLibsql = (
 ): Layer.Layer<ToolCallLog.ToolCallLog, ToolCallLog.ToolCallLogError> =>
   Layer.scoped(
     ToolCallLog.ToolCallLog,
-    Effect.flatMap(readLibsqlOptions(options), (read) =>
-      Effect.flatMap(openLibsql(read), (sql) => Effect.provideService(make, SqlClient.SqlClient, sql)))
+    Effect.flatMap(readLibsqlOptions(subject, options, false), (read) =>
+      Effect.flatMap(openLibsql(subject, read), (sql) => Effect.provideService(make, SqlClient.SqlClient, sql)))
   )
 
 /**
@@ -714,4 +353,7 @@ export const layerLibsql = (
 export const layerLibsqlClient = (
   options: LibsqlOptions
 ): Layer.Layer<SqlClient.SqlClient, ToolCallLog.ToolCallLogError> =>
-  Layer.scoped(SqlClient.SqlClient, Effect.flatMap(readLibsqlOptions(options), openLibsql))
+  Layer.scoped(
+    SqlClient.SqlClient,
+    Effect.flatMap(readLibsqlOptions(subject, options, false), (read) => openLibsql(subject, read))
+  )
