@@ -1,5 +1,6 @@
 /**
- * Canonical JSON and the arguments digest of an approval request.
+ * JSON text written iteratively (canonical, or in key order as `JSON.stringify`) and the
+ * arguments digest of an approval request.
  *
  * @internal
  */
@@ -11,13 +12,14 @@ type Item = { readonly raw: string } | { readonly value: JsonValue }
 const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
- * The canonical JSON text of a lossless JSON value: object keys sorted by plain `<` (UTF-16
- * code units), no whitespace, strings and numbers as `JSON.stringify` writes them. Iterative, so
- * depth is bounded only by memory. An own `__proto__` key is an ordinary key.
+ * The JSON text of a lossless JSON value as `JSON.stringify` writes it, object keys in their own
+ * order or, with `sortKeys`, sorted by plain `<` (UTF-16 code units). Iterative, so depth is
+ * bounded only by memory. An own `__proto__` key is an ordinary key; values are read from their
+ * property descriptors (no getter runs).
  *
  * @internal
  */
-export const canonicalJson = (root: JsonValue): string => {
+export const writeJson = (root: JsonValue, sortKeys: boolean): string => {
   const out: Array<string> = []
   const stack: Array<Item> = [{ value: root }]
   while (stack.length > 0) {
@@ -39,7 +41,7 @@ export const canonicalJson = (root: JsonValue): string => {
       }
     } else {
       const object = value as JsonObject
-      const keys = Object.keys(object).sort(byCodeUnits)
+      const keys = sortKeys ? Object.keys(object).sort(byCodeUnits) : Object.keys(object)
       out.push("{")
       stack.push({ raw: "}" })
       for (let i = keys.length - 1; i >= 0; i--) {
@@ -52,6 +54,14 @@ export const canonicalJson = (root: JsonValue): string => {
   }
   return out.join("")
 }
+
+/**
+ * The canonical JSON text of a lossless JSON value: object keys sorted by plain `<` (UTF-16
+ * code units), no whitespace, strings and numbers as `JSON.stringify` writes them.
+ *
+ * @internal
+ */
+export const canonicalJson = (root: JsonValue): string => writeJson(root, true)
 
 /**
  * SHA-256 (lowercase hex) of the canonical JSON of a lossless JSON value.

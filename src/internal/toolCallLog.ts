@@ -5,7 +5,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 import * as Json from "../Json.js"
-import type { JsonObject, JsonValue } from "../Json.js"
+import type { JsonValue } from "../Json.js"
+import { writeJson } from "./approvalDigest.js"
 
 const IGNORE: AST.ParseOptions = { onExcessProperty: "ignore" }
 
@@ -34,43 +35,6 @@ export const keepingUndeclaredKeys = <A>(schema: Schema.Schema<A>, identifier: s
   })
 }
 
-type Item = { readonly raw: string } | { readonly value: JsonValue }
-
-const stringifyIterative = (root: JsonValue): string => {
-  const out: Array<string> = []
-  const stack: Array<Item> = [{ value: root }]
-  while (stack.length > 0) {
-    const item = stack.pop()!
-    if ("raw" in item) {
-      out.push(item.raw)
-      continue
-    }
-    const value = item.value
-    if (value === null || typeof value !== "object") {
-      out.push(JSON.stringify(value))
-    } else if (Array.isArray(value)) {
-      const array = value as ReadonlyArray<JsonValue>
-      out.push("[")
-      stack.push({ raw: "]" })
-      for (let i = array.length - 1; i >= 0; i--) {
-        stack.push({ value: array[i]! })
-        if (i > 0) stack.push({ raw: "," })
-      }
-    } else {
-      const object = value as JsonObject
-      const keys = Object.keys(object)
-      out.push("{")
-      stack.push({ raw: "}" })
-      for (let i = keys.length - 1; i >= 0; i--) {
-        const key = keys[i]!
-        stack.push({ value: object[key]! })
-        stack.push({ raw: i > 0 ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:` })
-      }
-    }
-  }
-  return out.join("")
-}
-
 /**
  * `JSON.stringify` for lossless JSON values, falling back to an iterative writer (same output)
  * when the value is too deep for the native recursive one.
@@ -81,7 +45,7 @@ export const stringify = (value: JsonValue): string => {
   try {
     return JSON.stringify(value)
   } catch {
-    return stringifyIterative(value)
+    return writeJson(value, false)
   }
 }
 
