@@ -24,6 +24,8 @@ import * as ToolCallLog from "../ToolCallLog.js"
 import type { ApprovalDecider, ApprovalRecord } from "../ToolCallLog.js"
 import { detailOfCause } from "../ToolError.js"
 import { ToolRegistry } from "../ToolRegistry.js"
+import type { Then } from "./promise.js"
+import { thenOf } from "./promise.js"
 import { isAbortSignal } from "./signals.js"
 
 // ---------------------------------------------------------------------------------------------
@@ -166,19 +168,6 @@ const nearest = <A>(entries: ReadonlyArray<Entry<A>>, lineage: ReadonlyArray<Age
     }
   }
   return undefined
-}
-
-type Then = (onFulfilled: (value: unknown) => void, onRejected: (reason: unknown) => void) => unknown
-
-/** The `then` of a thenable, read once; `undefined` for anything else (or when reading it throws). */
-const thenOf = (u: unknown): Then | undefined => {
-  if ((typeof u !== "object" && typeof u !== "function") || u === null) return undefined
-  try {
-    const then = (u as { readonly then?: unknown }).then
-    return typeof then === "function" ? then as Then : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /**

@@ -7,7 +7,8 @@
 import * as Effect from "effect/Effect"
 import { sanitizeThrown } from "../ToolError.js"
 
-type Then = (onFulfilled: (value: unknown) => void, onRejected: (reason: unknown) => void) => unknown
+/** A thenable's `then`, as read by {@link thenOf}. @internal */
+export type Then = (onFulfilled: (value: unknown) => void, onRejected: (reason: unknown) => void) => unknown
 
 /**
  * The `then` method of a thenable, read exactly once; `undefined` for anything else (and for
