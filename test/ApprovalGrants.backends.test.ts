@@ -7,10 +7,8 @@
  * shared with the log, the layout check and corrupt rows.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, HashMap, Layer, Logger, Option, TestClock } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
 import * as ApprovalGrantsSql from "../layers/ApprovalGrantsSql.js"
 import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
@@ -18,25 +16,9 @@ import * as ApprovalGrants from "../src/ApprovalGrants.js"
 import type { Grant, GrantInput, Query } from "../src/ApprovalGrants.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
 import { call0 } from "./fixtures/toolCallLog.js"
-import type { PostgresServer } from "./fixtures/postgres.js"
-import { startPostgres } from "./fixtures/postgres.js"
+import { exec, freshPostgres, sqlSuite } from "./fixtures/sqlSuite.js"
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "approval-grants-backends-"))
-let server: PostgresServer | undefined
-
-beforeAll(async () => {
-  server = await startPostgres()
-}, 180_000)
-
-afterAll(async () => {
-  await server?.stop()
-  fs.rmSync(tmp, { recursive: true, force: true })
-})
-
-const pgServer = (): PostgresServer => {
-  if (server === undefined) throw new Error("the PostgreSQL server did not start")
-  return server
-}
+const { pgServer, tmp } = sqlSuite("approval-grants-backends-")
 
 let files = 0
 const freshFile = () => `file:${path.join(tmp, `grants-${++files}.db`)}`
@@ -89,10 +71,8 @@ const postgres: SqlBackend = {
   name: "PostgreSQL",
   dialect: "pg",
   ids: UUID_ID,
-  grants: Effect.promise(() => pgServer().reset()).pipe(
-    Effect.map(() => ApprovalGrantsSql.layer.pipe(Layer.provide(pgServer().client)))
-  ),
-  fresh: Effect.promise(() => pgServer().reset()).pipe(Effect.map(() => pgServer().client))
+  grants: Effect.map(freshPostgres(pgServer), (client) => ApprovalGrantsSql.layer.pipe(Layer.provide(client))),
+  fresh: freshPostgres(pgServer)
 }
 
 const backends: ReadonlyArray<Backend> = [memory, libsqlShared, libsqlFile, postgres]
@@ -437,12 +417,6 @@ const onFreshDatabase = <A, E>(backend: SqlBackend, program: Effect.Effect<A, E,
 /** Opens the grants over the `SqlClient` in context (migration and layout check) and runs `program`. */
 const openGrants = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   Effect.flatMap(ApprovalGrantsSql.make, (grants) => Effect.provideService(program, service, grants))
-
-const exec = (...statements: ReadonlyArray<string>) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => Effect.forEach(statements, (statement) => sql.unsafe(statement), { discard: true })
-  )
 
 const count = (table: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>

@@ -7,11 +7,8 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect, HashMap, Layer, Logger, Option } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
@@ -27,8 +24,7 @@ import { ToolRegistry } from "../src/ToolRegistry.js"
 import type { ToolResult } from "../src/ToolResult.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import { nullProto, ownProtoKey } from "./fixtures/hostile.js"
-import type { PostgresServer } from "./fixtures/postgres.js"
-import { startPostgres } from "./fixtures/postgres.js"
+import { exec, sqlSuite } from "./fixtures/sqlSuite.js"
 import type { SqlBackend } from "./fixtures/toolCallLog.js"
 import {
   approvalSample,
@@ -51,22 +47,7 @@ import {
   sample
 } from "./fixtures/toolCallLog.js"
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "tool-call-log-backends-"))
-let server: PostgresServer | undefined
-
-beforeAll(async () => {
-  server = await startPostgres()
-}, 180_000)
-
-afterAll(async () => {
-  await server?.stop()
-  fs.rmSync(tmp, { recursive: true, force: true })
-})
-
-const pgServer = (): PostgresServer => {
-  if (server === undefined) throw new Error("the PostgreSQL server did not start")
-  return server
-}
+const { pgServer, tmp } = sqlSuite("tool-call-log-backends-")
 
 const sqlBackends: ReadonlyArray<SqlBackend> = [libsqlMemory, libsqlFile(() => tmp), postgres(pgServer)]
 
@@ -91,12 +72,6 @@ const onFreshDatabase = <A, E>(backend: SqlBackend, program: Effect.Effect<A, E,
 /** Opens the log over the `SqlClient` in context and runs `program` with it. */
 const openLog = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   Effect.flatMap(ToolCallLogSql.make, (log) => Effect.provideService(program, ToolCallLog.ToolCallLog, log))
-
-const exec = (...statements: ReadonlyArray<string>) =>
-  Effect.flatMap(
-    SqlClient.SqlClient,
-    (sql) => Effect.forEach(statements, (statement) => sql.unsafe(statement), { discard: true })
-  )
 
 const exec1 = <A extends object>(statement: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe<A>(statement))
