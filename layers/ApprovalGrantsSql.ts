@@ -32,7 +32,7 @@ import type { Dialect } from "./internal/grantsLayout.js"
 import { expectedLayout } from "./internal/grantsLayout.js"
 import type { Corrupt, Row } from "./internal/grantsRows.js"
 import { decodeRow } from "./internal/grantsRows.js"
-import { openLibsql, readLibsqlOptions } from "./internal/sqlLibsql.js"
+import { withLibsql } from "./internal/sqlLibsql.js"
 import { checkLayout } from "./internal/sqlLayout.js"
 import type { Subject } from "./internal/sqlMessages.js"
 import { storageError } from "./internal/sqlMessages.js"
@@ -280,8 +280,4 @@ export interface LibsqlOptions {
 export const layerLibsql = (
   options: LibsqlOptions
 ): Layer.Layer<ApprovalGrants.ApprovalGrants, ApprovalGrants.ApprovalGrantsError> =>
-  Layer.scoped(
-    ApprovalGrants.ApprovalGrants,
-    Effect.flatMap(readLibsqlOptions(subject, options, true), (read) =>
-      Effect.flatMap(openLibsql(subject, read), (sql) => Effect.provideService(make, SqlClient.SqlClient, sql)))
-  )
+  Layer.scoped(ApprovalGrants.ApprovalGrants, withLibsql(subject, options, true, make))

@@ -32,7 +32,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { CorruptRecord, LogContents, LogRecord, Service } from "../src/ToolCallLog.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
-import { openLibsql, readLibsqlOptions } from "./internal/sqlLibsql.js"
+import { withLibsql } from "./internal/sqlLibsql.js"
 import type { Dialect, Expected } from "./internal/sqlLayout.js"
 import { checkLayout } from "./internal/sqlLayout.js"
 import type { Subject } from "./internal/sqlMessages.js"
@@ -336,11 +336,7 @@ export interface LibsqlOptions {
 export const layerLibsql = (
   options: LibsqlOptions
 ): Layer.Layer<ToolCallLog.ToolCallLog, ToolCallLog.ToolCallLogError> =>
-  Layer.scoped(
-    ToolCallLog.ToolCallLog,
-    Effect.flatMap(readLibsqlOptions(subject, options, false), (read) =>
-      Effect.flatMap(openLibsql(subject, read), (sql) => Effect.provideService(make, SqlClient.SqlClient, sql)))
-  )
+  Layer.scoped(ToolCallLog.ToolCallLog, withLibsql(subject, options, false, make))
 
 /**
  * The libSQL client {@link layerLibsql} uses, as a `SqlClient` layer, for an application that
@@ -353,7 +349,4 @@ export const layerLibsql = (
 export const layerLibsqlClient = (
   options: LibsqlOptions
 ): Layer.Layer<SqlClient.SqlClient, ToolCallLog.ToolCallLogError> =>
-  Layer.scoped(
-    SqlClient.SqlClient,
-    Effect.flatMap(readLibsqlOptions(subject, options, false), (read) => openLibsql(subject, read))
-  )
+  Layer.scoped(SqlClient.SqlClient, withLibsql(subject, options, false, SqlClient.SqlClient))

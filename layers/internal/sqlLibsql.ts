@@ -6,7 +6,7 @@
  * @internal
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
@@ -163,3 +163,18 @@ export const openLibsql = <E>(
     }
     return client
   }).pipe(Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make))
+
+/**
+ * Runs `effect` with a `SqlClient` on the libSQL database `options` name, open for the scope
+ * (options read as {@link readLibsqlOptions} does, opened as {@link openLibsql}).
+ *
+ * @internal
+ */
+export const withLibsql = <A, E>(
+  subject: Subject<E>,
+  options: unknown,
+  checkObject: boolean,
+  effect: Effect.Effect<A, E, SqlClient.SqlClient>
+): Effect.Effect<A, E, Scope.Scope> =>
+  Effect.flatMap(readLibsqlOptions(subject, options, checkObject), (read) =>
+    Effect.flatMap(openLibsql(subject, read), (sql) => Effect.provideService(effect, SqlClient.SqlClient, sql)))
