@@ -7,6 +7,7 @@
  */
 import * as Migrator from "@effect/sql/Migrator"
 import type { SqlError } from "@effect/sql/SqlError"
+import { messageOf } from "../../src/internal/toolCallLog.js"
 
 /** The reasons the layers' errors share. @internal */
 export type Reason =
@@ -19,15 +20,8 @@ export interface Subject<E> {
   readonly error: (message: string, reason?: Reason) => E
 }
 
-/** @internal */
-export const causeMessage = (cause: unknown): string => {
-  try {
-    if (cause instanceof Error) return String(cause.message)
-    return String(cause)
-  } catch {
-    return "unknown error"
-  }
-}
+/** The message of a thrown value, total (hostile getters are contained). @internal */
+export const causeMessage: (cause: unknown) => string = messageOf
 
 /** The driver's message under an `SqlError` when there is one. @internal */
 export const sqlMessage = (error: SqlError): string =>
