@@ -1,14 +1,16 @@
 /**
  * `run_code` over the embedded QuickJS runtime: start-up (cold: the first run in the process,
  * engine compile included; warm: later runs), the cost of one sub-call against a native
- * `execute` of the same tool in the same run (the goal is at most 3×), and `Promise.all` over
- * 1,000 parallel-safe sub-calls. Figures are printed, never asserted.
+ * `execute` of the same tool in the same run (the goal is at most 3×), split into the code
+ * runtime's own binding round trip, the pipeline run straight from a binding (no lane, no bridge)
+ * and the lane with the bridge, and `Promise.all` over 1,000 parallel-safe sub-calls. Figures are
+ * printed, never asserted.
  */
 import { Effect, Layer, ManagedRuntime } from "effect"
 import * as CodeRuntimeQuickJs from "../layers/CodeRuntimeQuickJs.js"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogNoop from "../layers/ToolCallLogNoop.js"
-import { type Binding, CodeRuntime } from "../src/CodeRuntime.js"
+import { type Binding, BindingFailure, CodeRuntime } from "../src/CodeRuntime.js"
 import type { ToolDefinition } from "../src/Tool.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntimeModule from "../src/ToolRuntime.js"
@@ -72,17 +74,45 @@ const time = async <A>(
 
 const instant: Binding = () => Effect.succeed("x")
 
+/** A binding that suspends once before it answers, as every call through the pipeline does. */
+const yielding: Binding = () => Effect.zipRight(Effect.yieldNow(), Effect.succeed("x"))
+
 /** The same program straight through the code runtime, bindings answering at once (no bridge, no pipeline). */
-const rawRun = (code: string): Effect.Effect<unknown, never, CodeRuntime> =>
+const rawRun = (code: string, binding: Binding = instant): Effect.Effect<unknown, never, CodeRuntime> =>
   Effect.orDie(Effect.flatMap(CodeRuntime, (runtime) =>
     runtime.run({
       program: code,
       bindings: [{
         global: "tools",
-        functions: Object.assign(Object.create(null), { noop: instant }),
+        functions: Object.assign(Object.create(null), { noop: binding }),
         errorClass: { name: "ToolCallError", memberNameProperty: "toolName" }
       }]
     })))
+
+/**
+ * The same program with each binding running the tool's native `execute` itself: the code runtime
+ * and the whole pipeline, without the run's lane and the bridge.
+ */
+const directRun = (code: string, tool: string): Effect.Effect<unknown, never, CodeRuntime | ToolRuntime> =>
+  Effect.flatMap(ToolRuntime, (tools) => {
+    const binding: Binding = (args) =>
+      Effect.flatMap(
+        tools.execute({ callId: `d${++calls}`, name: tool, agent: "main", arguments: args }),
+        (result) =>
+          result.isError
+            ? Effect.fail(new BindingFailure({ message: result.error.message }))
+            : Effect.succeed(result.value)
+      )
+    return Effect.orDie(Effect.flatMap(CodeRuntime, (runtime) =>
+      runtime.run({
+        program: code,
+        bindings: [{
+          global: "tools",
+          functions: Object.assign(Object.create(null), { [tool]: binding }),
+          errorClass: { name: "ToolCallError", memberNameProperty: "toolName" }
+        }]
+      })))
+  })
 
 const sequential = (n: number, tool = "noop") =>
   `for (let i = 0; i < ${n}; i++) await tools.${tool}({ text: "x" + i })\nreturn ${n}`
@@ -118,6 +148,8 @@ export const run = async (): Promise<void> => {
     const perSub: Array<number> = []
     const perNative: Array<number> = []
     const perRaw: Array<number> = []
+    const perYielding: Array<number> = []
+    const perDirect: Array<number> = []
     for (let round = 0; round < 5; round++) {
       const empty = await time(rt, runCode(sequential(0, tool)))
       const full = await time(rt, runCode(sequential(N, tool)))
@@ -127,10 +159,18 @@ export const run = async (): Promise<void> => {
       const rawEmpty = await time(rt, rawRun(sequential(0)))
       const rawFull = await time(rt, rawRun(sequential(N)))
       perRaw.push(((rawFull.ms - rawEmpty.ms) * 1000) / N)
+      const yieldingEmpty = await time(rt, rawRun(sequential(0), yielding))
+      const yieldingFull = await time(rt, rawRun(sequential(N), yielding))
+      perYielding.push(((yieldingFull.ms - yieldingEmpty.ms) * 1000) / N)
+      const directEmpty = await time(rt, directRun(sequential(0, tool), tool))
+      const directFull = await time(rt, directRun(sequential(N, tool), tool))
+      perDirect.push(((directFull.ms - directEmpty.ms) * 1000) / N)
     }
     const sub = median(perSub)
     const nat = median(perNative)
     const raw = median(perRaw)
+    const yielded = median(perYielding)
+    const direct = median(perDirect)
     console.log(`sub-call (sequential await, ${N} per program): ${sub.toFixed(1)} µs`)
     console.log(`native execute: ${nat.toFixed(1)} µs`)
     console.log(`ratio: ${(sub / nat).toFixed(2)}× (goal ≤ 3×)`)
@@ -138,6 +178,12 @@ export const run = async (): Promise<void> => {
       `of which the code runtime's own binding round trip (a binding that answers at once, no pipeline): ` +
         `${raw.toFixed(1)} µs; the bridge and the sub-call's pipeline: ${(sub - raw).toFixed(1)} µs ` +
         `(${((sub - raw) / nat).toFixed(2)}× a native execute)`
+    )
+    console.log(
+      `split: the round trip when the binding suspends once: ${yielded.toFixed(1)} µs; the pipeline run ` +
+        `straight from a binding (no lane, no bridge): ${(direct - yielded).toFixed(1)} µs ` +
+        `(${((direct - yielded) / nat).toFixed(2)}× a native execute); the run's lane and the bridge: ` +
+        `${(sub - direct).toFixed(1)} µs (${((sub - direct) / nat).toFixed(2)}×)`
     )
   }
 
