@@ -22,7 +22,7 @@ import type { AgentId } from "../Execution.js"
 import type * as IdGenerator from "../IdGenerator.js"
 import * as ToolCallLog from "../ToolCallLog.js"
 import type { ApprovalDecider, ApprovalRecord } from "../ToolCallLog.js"
-import { detailOfCause } from "../ToolError.js"
+import { detailOfCause, sanitizeThrown } from "../ToolError.js"
 import { ToolRegistry } from "../ToolRegistry.js"
 import type { Then } from "./promise.js"
 import { thenOf } from "./promise.js"
@@ -109,6 +109,17 @@ const readRequest = (request: unknown): ReadRequest | undefined => {
 }
 
 const illegal = (message: string) => Effect.die(new Cause.IllegalArgumentException(message))
+
+/** Calls a user service method that returns an Effect; a synchronous throw becomes a (safe) defect. */
+const callService = <A, E>(call: () => Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  try {
+    const out: unknown = call()
+    if (Effect.isEffect(out)) return out as Effect.Effect<A, E>
+  } catch (thrown) {
+    return Effect.die(sanitizeThrown(thrown))
+  }
+  return Effect.die(new Error("the ApprovalGrants service did not return an Effect"))
+}
 
 const readTarget = (
   label: string,
@@ -286,7 +297,12 @@ const readOptions = (
       policy: policy ?? "ask",
       ids: {
         next: () => {
-          const id: unknown = next.call(ids)
+          let id: unknown
+          try {
+            id = next.call(ids)
+          } catch {
+            return randomIds.next()
+          }
           return typeof id === "string" ? id : randomIds.next()
         }
       }
@@ -327,7 +343,10 @@ const make = (options: unknown) =>
       lineage: ReadonlyArray<AgentId>
     ): Effect.Effect<Decision | undefined> => {
       if (grants === undefined) return Effect.succeed(undefined)
-      return grants.find({ toolName: request.toolName, lineage, argumentsDigest: request.argumentsDigest }).pipe(
+      const found = grants
+      return callService(() =>
+        found.find({ toolName: request.toolName, lineage, argumentsDigest: request.argumentsDigest })
+      ).pipe(
         Effect.map(Option.match({
           onNone: () => undefined,
           onSome: (grant): Decision => ({ outcome: "allowed-once", by: `grant:${grant.id}` })
@@ -365,7 +384,8 @@ const make = (options: unknown) =>
       if (wanted.scope === "agent") input.agent = request.agent
       if (wanted.match === "arguments") input.argumentsDigest = request.argumentsDigest
       if (wanted.ttl !== undefined) input.ttl = wanted.ttl as ApprovalGrants.GrantInput["ttl"]
-      return grants.grant(input).pipe(
+      const store = grants
+      return callService(() => store.grant(input)).pipe(
         Effect.map((grant): string | undefined => grant.id),
         Effect.catchAllCause((cause) =>
           Effect.as(
