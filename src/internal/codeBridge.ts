@@ -415,10 +415,12 @@ const runRequest = (
 ): Effect.Effect<CodeRunResult, unknown> =>
   Effect.suspend(() => {
     try {
-      return runtime.run(request)
+      const out: unknown = runtime.run(request)
+      if (Effect.isEffect(out)) return out as Effect.Effect<CodeRunResult, unknown>
     } catch (error) {
       return Effect.die(error)
     }
+    return Effect.die(new Error("the code runtime's run did not return an Effect"))
   })
 
 /**
