@@ -224,6 +224,24 @@ export const defaultLimits: Limits = Object.freeze({
   maxInFlight: 32
 })
 
+/**
+ * The keys of `Limits`, in declaration order (for option readers).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const limitKeys: ReadonlyArray<keyof Limits> = Object.freeze([
+  "cpuMs",
+  "wallMs",
+  "memoryBytes",
+  "stackBytes",
+  "sourceBytes",
+  "resultBytes",
+  "consoleBytes",
+  "maxToolCalls",
+  "maxInFlight"
+])
+
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /**

@@ -1,6 +1,6 @@
 /** @internal */
 import type { Limits } from "../../../src/CodeRuntime.js"
-import { defaultLimits } from "../../../src/CodeRuntime.js"
+import { defaultLimits, limitKeys } from "../../../src/CodeRuntime.js"
 import type { Environment, IsolationLevel, Options } from "../../CodeRuntimePython.js"
 
 /** @internal */
@@ -26,17 +26,7 @@ export interface ReadOptions {
   readonly environment: Environment | undefined
 }
 
-const LIMIT_KEYS: ReadonlyArray<keyof Limits> = [
-  "cpuMs",
-  "wallMs",
-  "memoryBytes",
-  "stackBytes",
-  "sourceBytes",
-  "resultBytes",
-  "consoleBytes",
-  "maxToolCalls",
-  "maxInFlight"
-]
+const LIMIT_KEYS = limitKeys
 
 const LEVELS: ReadonlyArray<string> = ["best", "process", "unshare", "bwrap"]
 

@@ -5,21 +5,9 @@
  * @internal
  */
 import type { Limits } from "../../../src/CodeRuntime.js"
-import { defaultLimits } from "../../../src/CodeRuntime.js"
+import { defaultLimits, limitKeys } from "../../../src/CodeRuntime.js"
 import type { Config } from "./config.js"
 import { MAX_MEMORY_BYTES, MAX_STACK_BYTES, MIN_MEMORY_BYTES, MIN_STACK_BYTES } from "./config.js"
-
-const limitKeys: ReadonlyArray<keyof Limits> = [
-  "cpuMs",
-  "wallMs",
-  "memoryBytes",
-  "stackBytes",
-  "sourceBytes",
-  "resultBytes",
-  "consoleBytes",
-  "maxToolCalls",
-  "maxInFlight"
-]
 
 /** The largest delay a host timer accepts. */
 const MAX_TIMER_MS = 2147483647
