@@ -13,20 +13,13 @@ import type * as Tool from "../../src/Tool.js"
 import { RUN_CODE_NAME } from "../../src/ToolRegistry.js"
 import type { PresentationMode, Restriction } from "../../src/ToolRegistry.js"
 import { OPTIONAL_CALLBACKS, isObjectLike } from "../../src/internal/definitionFields.js"
-import { stringify } from "../../src/internal/toolCallLog.js"
+import { messageOf, stringify } from "../../src/internal/toolCallLog.js"
 
 /** The largest delay a timer accepts (TIMEOUT-3, D-6). @internal */
 export const MAX_TIMEOUT_MS = 2147483647
 
 /** @internal */
-export const describeError = (error: unknown): string => {
-  try {
-    if (error instanceof Error) return String(error.message)
-    return String(error)
-  } catch {
-    return "unknown error"
-  }
-}
+export const describeError: (error: unknown) => string = messageOf
 
 /** @internal */
 export const displayName = (name: unknown): string => {
