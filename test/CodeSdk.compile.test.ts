@@ -8,7 +8,7 @@ import { spawnSync } from "node:child_process"
 import ts from "typescript"
 import * as CodeSdk from "../src/CodeSdk.js"
 import type { SdkTool } from "../src/CodeSdk.js"
-import * as Dsl from "../src/Dsl.js"
+import { goldenTools } from "./fixtures/codeSdk.js"
 
 const CLOSED = { type: "object", additionalProperties: false }
 const closed = (properties: Record<string, unknown>, required: ReadonlyArray<string> = []) => ({
@@ -26,33 +26,7 @@ const HOSTILE_TEXT = "Ends */ early; a\u0000b\u007f\u0085 \ud800 \\path\\ \"quot
 
 /** Exotic names, keywords, escapes, collisions, deep lists and long unions, plus the §19.4 tools. */
 const exoticTools = (): Array<SdkTool> => [
-  {
-    name: "read_file",
-    description: "Read a file from disk.",
-    parameters: Dsl.compileParameters({
-      path: { type: "string", required: true, description: "Absolute file path" },
-      limit: { type: "integer" }
-    }),
-    output: Dsl.compileValue({
-      type: "object",
-      additionalProperties: false,
-      properties: {
-        text: { type: "string", required: true },
-        kind: { type: "string", enum: ["file", "dir"] },
-        lines: {
-          type: "array",
-          items: { type: "object", additionalProperties: true, properties: { n: { type: "integer", required: true } } }
-        }
-      }
-    })
-  },
-  {
-    name: "my-mcp.tool",
-    description: "Exotic name.",
-    parameters: Dsl.compileParameters({}),
-    output: { oneOf: [{ type: "string" }, { type: "null" }] }
-  },
-  { name: "class", description: "", parameters: Dsl.compileParameters({ q: { type: "json" } }), output: { type: "boolean", const: true } },
+  ...goldenTools(),
   { name: "match", description: HOSTILE_TEXT, parameters: closed({ match: { type: "string" }, _: { type: "integer" } }, ["match"]) },
   { name: "_hidden", description: HOSTILE_TEXT, parameters: CLOSED, output: CLOSED },
   { name: "__proto__", description: "Proto.", parameters: JSON.parse("{\"type\":\"object\",\"properties\":{\"__proto__\":{\"type\":\"string\"}}}") },

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as CodeSdk from "../src/CodeSdk.js"
 import type { SdkTool } from "../src/CodeSdk.js"
 import * as Dsl from "../src/Dsl.js"
+import { goldenTools } from "./fixtures/codeSdk.js"
 
 /** §19.4 TypeScript declaration block, copied from the spec. */
 const GOLDEN_TS = `
@@ -108,41 +109,6 @@ class Tools(Protocol):
 
 tools: Tools`
 
-/** The three §19.4 tools, built as the spec describes them (DSL roots where it says DSL). */
-const goldenTools = (): Array<SdkTool> => [
-  {
-    name: "read_file",
-    description: "Read a file from disk.",
-    parameters: Dsl.compileParameters({
-      path: { type: "string", required: true, description: "Absolute file path" },
-      limit: { type: "integer" }
-    }),
-    output: Dsl.compileValue({
-      type: "object",
-      additionalProperties: false,
-      properties: {
-        text: { type: "string", required: true },
-        kind: { type: "string", enum: ["file", "dir"] },
-        lines: {
-          type: "array",
-          items: { type: "object", additionalProperties: true, properties: { n: { type: "integer", required: true } } }
-        }
-      }
-    })
-  },
-  {
-    name: "my-mcp.tool",
-    description: "Exotic name.",
-    parameters: Dsl.compileParameters({}),
-    output: Dsl.compileValue({ oneOf: [{ type: "string" }, { type: "null" }] })
-  },
-  {
-    name: "class",
-    description: "",
-    parameters: Dsl.compileParameters({ q: { type: "json" } }),
-    output: Dsl.compileValue({ type: "boolean", const: true })
-  }
-]
 
 const OPEN = { type: "object" }
 const CLOSED = { type: "object", additionalProperties: false }
