@@ -48,3 +48,5 @@ export * as ToolRegistry from "./ToolRegistry.js"
 export * as ToolResult from "./ToolResult.js"
 /** @since 0.1.0 */
 export * as ToolRuntime from "./ToolRuntime.js"
+/** @since 0.1.0 */
+export * as ToolTelemetry from "./ToolTelemetry.js"

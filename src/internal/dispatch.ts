@@ -25,6 +25,7 @@ import {
   failWith,
   frozen,
   makeRunContext,
+  observed,
   type Result,
   type Runtime,
   type State,
@@ -213,7 +214,7 @@ const afterDispatch = (state: State, raw: unknown): Dispatched => {
 export const dispatchIn = (state: State): Effect.Effect<Dispatched> => {
   const wrappers = state.runtime.registry.unsafeView(state.agent).aroundExecute
   const view = new DispatchView(state.execution, state.caller)
-  const body = bodyDispatch(state, view)
+  const body = observed(state, "body", bodyDispatch(state, view))
   if (wrappers.length === 0) return Effect.map(body, (raw) => afterDispatch(state, raw))
   return Effect.map(
     Effect.exit(waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))),

@@ -19,6 +19,7 @@ import * as Registry from "../ToolRegistry.js"
 import { detailOf, InvalidContextError, InvalidParentError, ToolNotFoundError } from "../ToolError.js"
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
+import type * as ToolTelemetry from "../ToolTelemetry.js"
 import type { CanonicalMarks } from "./output.js"
 import { type BodyCancellation, Caller, isAbortSignal } from "./signals.js"
 
@@ -36,6 +37,8 @@ export interface Runtime {
   readonly running: Map<symbol, number>
   /** Approval fibers still running after their call stopped waiting for them (APPR-5, D-14). */
   readonly background: Set<Fiber.RuntimeFiber<unknown>>
+  /** The telemetry captured at build; `undefined` makes no probe at all. */
+  readonly telemetry: ToolTelemetry.Service | undefined
 }
 
 /** @internal */
@@ -43,6 +46,7 @@ export class State implements ToolRuntime.Execution {
   bodyInvoked = false
   concluded = false
   finished: Result | undefined = undefined
+  probe: ToolTelemetry.CallProbe | undefined = undefined
   readonly deferred: Array<UserMessage> = []
   constructor(
     readonly runtime: Runtime,
@@ -64,6 +68,18 @@ export class State implements ToolRuntime.Execution {
     return this.execution.parent !== undefined
   }
 }
+
+/**
+ * `effect` as one observed stage of the call when the call has a probe.
+ *
+ * @internal
+ */
+export const observed = <A, E>(
+  state: State,
+  stage: ToolTelemetry.Stage,
+  effect: Effect.Effect<A, E>
+): Effect.Effect<A, E> =>
+  state.probe === undefined ? effect : state.probe.stage(stage, effect)
 
 /** @internal */
 export const final = (handle: State, result: Result): ToolRuntime.Prepared => ({ _tag: "FinalResult", handle, result })

@@ -18,6 +18,7 @@ import {
   concatContexts,
   describe,
   failWith,
+  observed,
   type Result,
   type State,
   succeedNow,
@@ -196,9 +197,11 @@ export const finalizeIn = (state: State, incoming: Result): Effect.Effect<Result
   if (hooks.length === 0) return afterPost(state, result, ACCEPT)
   const execution = state.execution
   return Effect.flatMap(
-    Effect.exit(
+    Effect.exit(observed(
+      state,
+      "post-execute",
       waterfall("tools/post-execute", hooks, Effect.succeed(ACCEPT), (hook, next) => hook(execution, result, next))
-    ),
+    )),
     (exit) =>
       Exit.isFailure(exit)
         ? finishIn(state, withDeferred(state, ToolResult.failure(detailOfCause(exit.cause))))
@@ -232,6 +235,13 @@ const notifyObserver = (
 
 /** @internal */
 export const finishIn = (state: State, candidate: Result): Effect.Effect<Result> => {
+  if (state.finished !== undefined) return succeedNow(state.finished)
+  const probe = state.probe
+  if (probe === undefined) return finishNow(state, candidate)
+  return Effect.tap(probe.stage("finish", Effect.suspend(() => finishNow(state, candidate))), (result) => probe.end(result))
+}
+
+const finishNow = (state: State, candidate: Result): Effect.Effect<Result> => {
   if (state.finished !== undefined) return succeedNow(state.finished)
   let result = materialized(state, candidate)
   const finalizer = state.finalizer

@@ -15,7 +15,7 @@ import { detailOfCause } from "../ToolError.js"
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { argumentsDigest } from "./approvalDigest.js"
-import { describe, failWith, final, frozen, post, type Runtime, type State, succeedNow } from "./execution.js"
+import { describe, failWith, final, frozen, observed, post, type Runtime, type State, succeedNow } from "./execution.js"
 import { suspendUser } from "./promise.js"
 import { waterfall } from "./waterfall.js"
 
@@ -176,7 +176,7 @@ const askApproval = (state: State, reason: string | undefined): Effect.Effect<Ga
   const asked = suspendUser(() => approval.request(request)).pipe(
     Effect.catchAllCause(() => Effect.succeed<unknown>(UNAVAILABLE))
   )
-  return Effect.map(awaitApproval(state, asked), (outcome): Gate => {
+  return Effect.map(observed(state, "approval", awaitApproval(state, asked)), (outcome): Gate => {
     switch (outcome) {
       case "allowed-once":
         return { _tag: "Allow" }
@@ -216,6 +216,12 @@ const runGuards = (state: State): Gate => {
   return { _tag: "Allow" }
 }
 
+/** GUARD-1/2 as an observed stage when the call has a probe. */
+const guardsThen = (state: State): Effect.Effect<ToolRuntime.Prepared> =>
+  state.probe === undefined
+    ? succeedNow(afterGate(state, runGuards(state)))
+    : Effect.map(state.probe.stage("guards", Effect.sync(() => runGuards(state))), (gate) => afterGate(state, gate))
+
 const afterGate = (state: State, outcome: Gate): ToolRuntime.Prepared => {
   if (outcome._tag === "Prepared") return outcome.prepared
   if (outcome._tag === "Deny") return post(state, frozen(state.runtime, state.token, ToolResult.denial(outcome.reason)))
@@ -232,12 +238,12 @@ const decide = (state: State, decision: PreDecision): Effect.Effect<ToolRuntime.
     case "Cancel":
       return succeedNow(post(state, ToolResult.abortedBeforeDispatch()))
     case "Ask":
-      return Effect.map(
+      return Effect.flatMap(
         askApproval(state, decision.reason),
-        (outcome) => afterGate(state, outcome._tag === "Allow" ? runGuards(state) : outcome)
+        (outcome) => outcome._tag === "Allow" ? guardsThen(state) : succeedNow(afterGate(state, outcome))
       )
     case "Allow":
-      return succeedNow(afterGate(state, runGuards(state)))
+      return guardsThen(state)
   }
 }
 
@@ -247,7 +253,11 @@ export const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> => {
   if (hooks.length === 0) return decide(state, ALLOW)
   const execution = state.execution
   return Effect.flatMap(
-    Effect.exit(waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))),
+    Effect.exit(observed(
+      state,
+      "pre-execute",
+      waterfall("tools/pre-execute", hooks, Effect.succeed(ALLOW), (hook, next) => hook(execution, next))
+    )),
     (exit) => {
       if (Exit.isFailure(exit)) return succeedNow(final(state, ToolResult.failure(detailOfCause(exit.cause))))
       const read = readPre(exit.value)

@@ -19,6 +19,7 @@ import * as IdGenerator from "../IdGenerator.js"
 import * as Registry from "../ToolRegistry.js"
 import type { ErrorDetail } from "../ToolError.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
+import * as ToolTelemetry from "../ToolTelemetry.js"
 import { dispatchIn } from "./dispatch.js"
 import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
 import { finalizeIn, finishIn } from "./finish.js"
@@ -78,6 +79,17 @@ class PendingCaller {
   readonly abort = () => this.abortWith(interruptedReason())
 }
 
+/**
+ * When a scheduler queued an input it built itself, for the call's `queue` stage: keyed by the
+ * input object, so nothing is read from a caller's input.
+ *
+ * @internal
+ */
+export const queuedAt = new WeakMap<object, bigint>()
+
+const gateCreated = (created: ToolRuntime.Prepared | State): Effect.Effect<ToolRuntime.Prepared> =>
+  created instanceof State ? gate(created) : succeedNow(created)
+
 const prepareIn = (
   runtime: Runtime,
   input: ExecuteInput,
@@ -85,7 +97,15 @@ const prepareIn = (
 ): Effect.Effect<ToolRuntime.Prepared> =>
   Effect.suspend(() => {
     const created = create(runtime, input, pending.set)
-    return created instanceof State ? gate(created) : succeedNow(created)
+    const telemetry = runtime.telemetry
+    if (telemetry === undefined) return gateCreated(created)
+    const state = (created instanceof State ? created : created.handle) as State
+    const queued = typeof input === "object" && input !== null ? queuedAt.get(input) : undefined
+    const { agent, callId, name } = state.execution
+    return Effect.flatMap(telemetry.call({ toolName: name, callId, agent, queuedAt: queued }), (probe) => {
+      state.probe = probe
+      return gateCreated(created)
+    })
   })
 
 const continueWith = (prepared: ToolRuntime.Prepared): Effect.Effect<Result> => {
@@ -164,13 +184,15 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
   const registry = yield* Registry.ToolRegistry
   const approval = yield* Effect.serviceOption(Approval.Approval)
   const ids = yield* Effect.serviceOption(IdGenerator.IdGenerator)
+  const telemetry = yield* Effect.serviceOption(ToolTelemetry.ToolTelemetry)
   const runtime: Runtime = {
     registry,
     approval: Option.getOrUndefined(approval),
     ids: Option.getOrElse(ids, () => IdGenerator.random),
     marks: makeMarks(),
     running: new Map(),
-    background: new Set()
+    background: new Set(),
+    telemetry: Option.getOrUndefined(telemetry)
   }
   const staged = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
     Effect.flatMap(stateOf(runtime, handle), (state) =>

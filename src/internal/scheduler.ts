@@ -13,6 +13,7 @@
 import { setMaxListeners } from "node:events"
 import { types } from "node:util"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -31,8 +32,9 @@ import { ToolRegistry } from "../ToolRegistry.js"
 import type { Service as RegistryService } from "../ToolRegistry.js"
 import * as ToolResult from "../ToolResult.js"
 import { ToolRuntime } from "../ToolRuntime.js"
+import { ToolTelemetry } from "../ToolTelemetry.js"
 import { parseArguments } from "./arguments.js"
-import { stagedOf } from "./pipeline.js"
+import { queuedAt, stagedOf } from "./pipeline.js"
 import { isAbortSignal } from "./signals.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
 
@@ -669,6 +671,8 @@ class Batch extends Lane {
   readonly results: Array<CommittedResult>
   readonly contexts: Array<UserMessage> = []
   concluded = false
+  /** When the batch's calls arrived, for their `queue` stage (only with telemetry). */
+  queuedSince: bigint | undefined = undefined
 
   constructor(
     readonly calls: ReadonlyArray<Call>,
@@ -763,13 +767,15 @@ class Batch extends Lane {
 
   input(index: number): ExecuteInput {
     const call = this.calls[index]
-    return {
+    const input = {
       callId: call.callId,
       name: call.name,
       arguments: this.argumentsOf(index),
       agent: this.agent,
       signal: this.signal
     }
+    if (this.queuedSince !== undefined) queuedAt.set(input, this.queuedSince)
+    return input
   }
 }
 
@@ -895,8 +901,10 @@ export const runBatch = (
     const cap = Math.min(settings.maxParallel, n)
     return Effect.flatMap(
       Effect.context<ToolRuntime | ToolRegistry | ToolCallLog.ToolCallLog>(),
-      (context) =>
-        Effect.uninterruptibleMask((restore) => {
+      (context) => {
+        const telemetry = Context.getOption(context as Context.Context<unknown>, ToolTelemetry)
+        const run = (queuedSince: bigint | undefined) =>
+          Effect.uninterruptibleMask((restore) => {
           const controller = new AbortController()
           setMaxListeners(0, controller.signal) // every in-flight call of the batch listens to it
           const unlink = linkSignal(settings.signal, controller)
@@ -916,6 +924,7 @@ export const runBatch = (
               semaphore,
               probe
             )
+            batch.queuedSince = queuedSince
             const driver = yield* Effect.fork(Effect.scoped(drive(batch)))
             const awaited = yield* Effect.exit(restore(Fiber.await(driver)))
             if (Exit.isSuccess(awaited)) return yield* Fiber.join(driver)
@@ -924,5 +933,9 @@ export const runBatch = (
             return yield* Effect.failCause(awaited.cause)
           }).pipe(Effect.ensuring(Effect.sync(unlink)))
         })
+        if (Option.isNone(telemetry)) return run(undefined)
+        const info = settings.agent === undefined ? { batchId, size: n } : { batchId, size: n, agent: settings.agent }
+        return telemetry.value.batch(info, Effect.flatMap(Clock.currentTimeNanos, run))
+      }
     )
   })
