@@ -120,11 +120,16 @@ describe("PromiseApi", () => {
     const body = started()
     const api = PromiseApi.make(withTools(
       echo(),
+      echo({ name: "later", execute: () => Effect.as(Effect.yieldNow(), "later") }),
       echo({ name: "wait", execute: () => Effect.zipRight(Effect.sync(() => body.resolve()), Effect.never) })
     ))
     try {
+      const sync = countedSignal()
+      await api.execute({ callId: "c0", name: "echo", arguments: {}, signal: sync.signal })
+      assert.strictEqual(sync.counts.added, 0, "a body that completes without suspending needs no listener")
+
       const ok = countedSignal()
-      await api.execute({ callId: "c1", name: "echo", arguments: {}, signal: ok.signal })
+      await api.execute({ callId: "c1", name: "later", arguments: {}, signal: ok.signal })
       assert.isAtLeast(ok.counts.added, 1)
       assert.strictEqual(ok.counts.live.size, 0)
       assert.strictEqual(ok.counts.removed, ok.counts.added)

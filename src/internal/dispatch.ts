@@ -5,6 +5,7 @@
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
+import { identity } from "effect/Function"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
@@ -14,7 +15,7 @@ import type { RunContext } from "../Execution.js"
 import * as Json from "../Json.js"
 import type { JsonValue } from "../Json.js"
 import type * as Registry from "../ToolRegistry.js"
-import { detailOfCause, ToolArgsError, ToolNotFoundError } from "../ToolError.js"
+import { detailOfCause, sanitizeThrown, ToolArgsError, ToolNotFoundError } from "../ToolError.js"
 import * as ToolResult from "../ToolResult.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import { withCaptured } from "./context.js"
@@ -32,18 +33,33 @@ import {
   withContexts,
   withDeferred
 } from "./execution.js"
+import { interruptible, startNow } from "./fibers.js"
 import { createSuccess, type Outcome } from "./output.js"
-import { invokeUser } from "./promise.js"
+import { adoptReturned } from "./promise.js"
 import { type BodyCancellation, fuseCaller } from "./signals.js"
 import { waterfall } from "./waterfall.js"
 
 const noop = () => {}
 
+/**
+ * Calls the body now (BODY-5: a synchronous throw is a defect). What it returned is adopted
+ * (an Effect, a thenable, a plain value); an Effect that is already an `Exit` (`Effect.succeed`,
+ * `Effect.fail`, …) is that Exit on the spot, with no fiber to run it on.
+ */
 const invokeBody = (
   definition: Registry.RegisteredTool["definition"],
   args: JsonValue | undefined,
   ctx: RunContext
-): Effect.Effect<unknown, unknown, unknown> => invokeUser(() => definition.execute(args as JsonValue, ctx))
+): Exit.Exit<unknown, unknown> | Effect.Effect<unknown, unknown, unknown> => {
+  let returned: unknown
+  try {
+    returned = definition.execute(args as JsonValue, ctx)
+    if (Exit.isExit(returned)) return returned
+  } catch (thrown) {
+    return Exit.die(sanitizeThrown(thrown))
+  }
+  return adoptReturned(returned, identity)
+}
 
 const withContext = <A, E>(
   effect: Effect.Effect<A, E, unknown>,
@@ -59,12 +75,35 @@ const awaitBody = <A, E>(
   Effect.async<Exit.Exit<A, E>>((resume) => {
     const interrupt = () => fiber.unsafeInterruptAsFork(FiberId.none)
     let stopWatching = noop
-    fiber.addObserver((exit) => {
+    const observer = (exit: Exit.Exit<A, E>) => {
       stopWatching()
       resume(Effect.succeed(exit))
-    })
+    }
+    fiber.addObserver(observer)
     if (cancellation.aborted()) interrupt()
     else stopWatching = cancellation.onAbort(interrupt)
+    return Effect.sync(() => {
+      fiber.removeObserver(observer)
+      stopWatching()
+    })
+  })
+
+/**
+ * Runs the body on its own interruptible fiber, started on the spot: a body that completes
+ * without suspending is read at once; one that suspends is awaited (through the call's guard
+ * when the call runs on its caller's fiber).
+ */
+const runBody = <A, E>(
+  state: State,
+  body: Effect.Effect<A, E>,
+  cancellation: BodyCancellation
+): Effect.Effect<Exit.Exit<A, E>> =>
+  Effect.withFiberRuntime((parent, status) => {
+    const fiber = startNow(parent, interruptible(status.runtimeFlags), body)
+    const done = fiber.unsafePoll()
+    if (done !== null) return Effect.succeed(done)
+    const wait = awaitBody(fiber, cancellation)
+    return state.guard === undefined ? wait : state.guard(wait)
   })
 
 const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
@@ -104,9 +143,9 @@ const bodyDispatch = (state: State, view: DispatchView): Effect.Effect<Result> =
     state.bodyInvoked = true
     runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
     const ctx = makeRunContext(state, cancellation)
-    const body = withContext(invokeBody(entry.definition, exec.arguments, ctx), entry.context)
-    return Effect.fork(Effect.interruptible(body)).pipe(
-      Effect.flatMap((fiber) => awaitBody(fiber, cancellation)),
+    const invoked = invokeBody(entry.definition, exec.arguments, ctx)
+    const exited = Exit.isExit(invoked)
+    return (exited ? Effect.succeed(invoked) : runBody(state, withContext(invoked, entry.context), cancellation)).pipe(
       Effect.map((exit): Result => {
         cancellation.detach()
         releaseParent(runtime, state.token)

@@ -47,6 +47,11 @@ export class State implements ToolRuntime.Execution {
   concluded = false
   finished: Result | undefined = undefined
   probe: ToolTelemetry.CallProbe | undefined = undefined
+  /**
+   * How a call running on its caller's fiber waits for its body: the caller's interruption
+   * aborts the call and the wait goes on (D-14). `undefined` on a call's own fiber.
+   */
+  guard: (<A>(wait: Effect.Effect<A>) => Effect.Effect<A>) | undefined = undefined
   readonly deferred: Array<UserMessage> = []
   constructor(
     readonly runtime: Runtime,
@@ -376,7 +381,7 @@ const identityProblem = (
 export const create = (
   runtime: Runtime,
   input: ExecuteInput,
-  setCaller: (caller: Caller) => void
+  pending: { readonly set: (caller: Caller) => void }
 ): ToolRuntime.Prepared | State => {
   let callId: unknown, rootCallId: unknown, name: unknown, agent: unknown, parent: unknown, signal: unknown
   let identityError: unknown = undefined
@@ -399,7 +404,7 @@ export const create = (
     : undefined
   const valid = identityError === undefined && problem === undefined
   const caller = new Caller(valid ? signal as AbortSignal | undefined : undefined)
-  setCaller(caller)
+  pending.set(caller)
   const token = Symbol("effect-tool-runtime.execution")
   if (!valid) {
     const exec = new ExecutionView(

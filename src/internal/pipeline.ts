@@ -7,7 +7,7 @@
  */
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as FiberId from "effect/FiberId"
 import * as Layer from "effect/Layer"
@@ -24,6 +24,7 @@ import { dispatchIn } from "./dispatch.js"
 import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
 import { finalizeIn, finishIn } from "./finish.js"
 import { gate } from "./gate.js"
+import { awaitExit, startNow } from "./fibers.js"
 import { makeMarks } from "./output.js"
 import type { Caller } from "./signals.js"
 
@@ -33,31 +34,41 @@ const INTERRUPTED_REASON = "the calling fiber was interrupted"
 // Envelope (D-14): the calling fiber's interruption is the caller's abort; the work finishes
 // ---------------------------------------------------------------------------------------------
 
-/** Waits for a fiber's exit without inheriting its fiber refs (cheaper than `Fiber.join`). */
-const awaitExit = <A>(fiber: Fiber.RuntimeFiber<A>): Effect.Effect<A> =>
-  Effect.async<A>((resume) => {
-    const observer = (exit: Exit.Exit<A>) => resume(exit)
-    fiber.addObserver(observer)
-    return Effect.sync(() => fiber.removeObserver(observer))
-  })
+type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 
 /**
- * The pipeline runs on its own fiber, detached from the caller's fiber so that interrupting the
- * caller does not propagate into it (a parent's interruption reaches its children at once);
- * it is always awaited, on both paths, so it never outlives the call.
+ * Runs `work` on its own fiber, started on the spot and detached from the calling fiber, so
+ * that interrupting the caller does not propagate into it (a parent's interruption reaches its
+ * children at once): the caller's interruption aborts the call instead. It is always awaited,
+ * on both paths, so it never outlives the call; work that completes without suspending is read
+ * at once. Call inside `uninterruptibleMask`, `restore` being its restorer.
  */
-const envelope = <A>(abort: () => void, work: Effect.Effect<A>): Effect.Effect<A> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(Effect.forkDaemon(work), (fiber) =>
-      Effect.onInterrupt(
-        restore(awaitExit(fiber)),
-        () =>
-          Effect.suspend(() => {
-            abort()
-            return Fiber.await(fiber)
-          })
-      ))
-  )
+const onOwnFiber = <A>(restore: Restore, abort: Abortable, work: Effect.Effect<A>): Effect.Effect<A> =>
+  Effect.withFiberRuntime<A>((parent, status) => {
+    const fiber = startNow(parent, status.runtimeFlags, work)
+    const done = fiber.unsafePoll()
+    if (done !== null) return done
+    return Effect.onInterrupt(
+      Effect.flatten(restore(awaitExit(fiber))),
+      () =>
+        Effect.suspend(() => {
+          abort.abort()
+          return Fiber.await(fiber)
+        })
+    )
+  })
+
+interface Abortable {
+  readonly abort: () => void
+}
+
+const envelope = <A>(abort: Abortable, work: Effect.Effect<A>): Effect.Effect<A> =>
+  Effect.uninterruptibleMask((restore) => onOwnFiber(restore, abort, work))
+
+/** No user hook at any stage: the call's only suspension can be its body. */
+const hookless = (view: Registry.RegistryView): boolean =>
+  view.preExecute.length === 0 && view.aroundExecute.length === 0 && view.postExecute.length === 0 &&
+  view.observers.length === 0
 
 const interruptedReason = () => new DOMException(INTERRUPTED_REASON, "AbortError")
 
@@ -66,17 +77,19 @@ class PendingCaller {
   caller: Caller | undefined = undefined
   aborted = false
   reason: unknown = undefined
-  readonly set = (caller: Caller) => {
+  set(caller: Caller): void {
     this.caller = caller
     if (this.aborted) caller.abort(this.reason)
   }
-  readonly abortWith = (reason: unknown) => {
+  abortWith(reason: unknown): void {
     if (this.aborted) return
     this.aborted = true
     this.reason = reason
     this.caller?.abort(reason)
   }
-  readonly abort = () => this.abortWith(interruptedReason())
+  abort(): void {
+    this.abortWith(interruptedReason())
+  }
 }
 
 /**
@@ -90,23 +103,32 @@ export const queuedAt = new WeakMap<object, bigint>()
 const gateCreated = (created: ToolRuntime.Prepared | State): Effect.Effect<ToolRuntime.Prepared> =>
   created instanceof State ? gate(created) : succeedNow(created)
 
+/** Creation, then the call's probe when the runtime has telemetry, then the gate. */
+const gateObserved = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  created: ToolRuntime.Prepared | State
+): Effect.Effect<ToolRuntime.Prepared> => {
+  const telemetry = runtime.telemetry
+  if (telemetry === undefined) return gateCreated(created)
+  const state = handleOf(created)
+  const queued = typeof input === "object" && input !== null ? queuedAt.get(input) : undefined
+  const { agent, callId, name } = state.execution
+  return Effect.flatMap(telemetry.call({ toolName: name, callId, agent, queuedAt: queued }), (probe) => {
+    state.probe = probe
+    return gateCreated(created)
+  })
+}
+
+const handleOf = (created: ToolRuntime.Prepared | State): State =>
+  (created instanceof State ? created : created.handle) as State
+
 const prepareIn = (
   runtime: Runtime,
   input: ExecuteInput,
   pending: PendingCaller
 ): Effect.Effect<ToolRuntime.Prepared> =>
-  Effect.suspend(() => {
-    const created = create(runtime, input, pending.set)
-    const telemetry = runtime.telemetry
-    if (telemetry === undefined) return gateCreated(created)
-    const state = (created instanceof State ? created : created.handle) as State
-    const queued = typeof input === "object" && input !== null ? queuedAt.get(input) : undefined
-    const { agent, callId, name } = state.execution
-    return Effect.flatMap(telemetry.call({ toolName: name, callId, agent, queuedAt: queued }), (probe) => {
-      state.probe = probe
-      return gateCreated(created)
-    })
-  })
+  Effect.suspend(() => gateObserved(runtime, input, create(runtime, input, pending)))
 
 const continueWith = (prepared: ToolRuntime.Prepared): Effect.Effect<Result> => {
   const state = prepared.handle as State
@@ -116,12 +138,57 @@ const continueWith = (prepared: ToolRuntime.Prepared): Effect.Effect<Result> => 
     case "PostResult":
       return finalizeIn(state, prepared.result)
     case "Dispatch":
-      return Effect.flatMap(dispatchIn(state), (dispatched) =>
-        dispatched._tag === "FinalResult"
-          ? finishIn(state, dispatched.result)
-          : finalizeIn(state, dispatched.result))
+      return Effect.flatMap(dispatchIn(state), (dispatched) => finishDispatched(state, dispatched))
   }
 }
+
+const finishDispatched = (state: State, dispatched: ToolRuntime.Dispatched): Effect.Effect<Result> =>
+  dispatched._tag === "FinalResult" ? finishIn(state, dispatched.result) : finalizeIn(state, dispatched.result)
+
+/**
+ * `execute`. A call whose agent has no hook at any stage (and no telemetry) runs on the calling
+ * fiber itself: its stages are synchronous, so the only wait is the body's, and that wait turns
+ * the caller's interruption into the call's abort and goes on waiting (the body is always
+ * awaited; the stages after it run to completion). Should hooks appear mid-call, the rest of the
+ * call moves onto its own fiber. Every other call runs on its own fiber from the start.
+ */
+const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller): Effect.Effect<Result> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend(() => {
+      const created = create(runtime, input, pending)
+      const state = handleOf(created)
+      const registry = runtime.registry
+      if (runtime.telemetry !== undefined || !hookless(registry.unsafeView(state.agent))) {
+        return onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
+      }
+      let inline = true
+      state.guard = (wait) =>
+        Effect.flatMap(Effect.exit(restore(wait)), (exit) =>
+          Exit.isSuccess(exit) ? Effect.succeed(exit.value) : Effect.suspend(() => {
+            pending.abort()
+            return wait
+          }))
+      const segment = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
+        if (inline && hookless(registry.unsafeView(state.agent))) return effect
+        inline = false
+        state.guard = undefined
+        return onOwnFiber(restore, pending, effect)
+      }
+      return Effect.flatMap(gateCreated(created), (prepared) => {
+        switch (prepared._tag) {
+          case "FinalResult":
+            return segment(finishIn(state, prepared.result))
+          case "PostResult":
+            return segment(finalizeIn(state, prepared.result))
+          case "Dispatch":
+            return Effect.flatMap(
+              segment(dispatchIn(state)),
+              (dispatched) => segment(Effect.suspend(() => finishDispatched(state, dispatched)))
+            )
+        }
+      })
+    })
+  )
 
 const stateOf = (runtime: Runtime, handle: ToolRuntime.Execution): Effect.Effect<State> =>
   handle instanceof State && handle.runtime === runtime
@@ -196,15 +263,14 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
   }
   const staged = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
     Effect.flatMap(stateOf(runtime, handle), (state) =>
-      envelope(() => state.caller.abort(interruptedReason()), stage(state)))
-  const run = (input: ExecuteInput, pending: PendingCaller) =>
-    envelope(pending.abort, Effect.flatMap(prepareIn(runtime, input, pending), continueWith))
+      envelope({ abort: () => state.caller.abort(interruptedReason()) }, stage(state)))
+  const run = (input: ExecuteInput, pending: PendingCaller) => executeIn(runtime, input, pending)
   const service: ToolRuntime.Service = {
     execute: (input) => Effect.suspend(() => run(input, new PendingCaller())),
     prepare: (input) =>
       Effect.suspend(() => {
         const pending = new PendingCaller()
-        return envelope(pending.abort, prepareIn(runtime, input, pending))
+        return envelope(pending, prepareIn(runtime, input, pending))
       }),
     dispatch: (handle) => staged(handle, dispatchIn),
     finalize: (handle, result) => staged(handle, (state) => finalizeIn(state, result)),
@@ -224,7 +290,7 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
   controlledExecute.set(service, (input, control) =>
     Effect.suspend(() => {
       const pending = new PendingCaller()
-      control(pending.abortWith)
+      control((reason) => pending.abortWith(reason))
       return run(input, pending)
     }))
   yield* Effect.serviceOption(Scope.Scope).pipe(
