@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Metric, Option, TestClock } from "effect"
 import * as ApprovalLayers from "../layers/ApprovalLayers.js"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
+import * as Presets from "../layers/Presets.js"
 import * as TimeoutPolicy from "../layers/TimeoutPolicy.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import type { ScriptedAnswer } from "../layers/ApprovalLayers.js"
@@ -224,6 +225,23 @@ describe("ToolTelemetry spans", () => {
       assert.deepStrictEqual(second.startTime, batchSpan.startTime)
       assert.deepStrictEqual(childNames(spans, second), ["tool.body", "tool.finish", "tool.guards", "tool.queue"])
     }).pipe(Effect.provide(Layer.merge(runtimeLayer(ToolTelemetry.layer()), otel.layer)))
+  })
+
+  it.scoped("the documented assembly: a preset with the telemetry provided below and merged out traces execute and runBatch", () => {
+    const otel = makeOtel()
+    return Effect.gen(function*() {
+      yield* register(echo({ name: "preset_echo", isConcurrencySafe: () => true }))
+      yield* execute("preset_echo")
+      yield* Scheduler.runBatch([{ callId: "b1", name: "preset_echo", arguments: "{}" }])
+      const spans = yield* otel.spans
+      assert.strictEqual(spans.filter((s) => s.name === "execute_tool preset_echo").length, 2)
+      assert.strictEqual(
+        parentId(spans.filter((s) => s.name === "execute_tool preset_echo")[1]!),
+        spanId(only(spans, "tool_batch"))
+      )
+    }).pipe(
+      Effect.provide(Layer.merge(Presets.layerDefault.pipe(Layer.provideMerge(ToolTelemetry.layer())), otel.layer))
+    )
   })
 
   it.scoped("without a ToolTelemetry no call span is exported, even with the OpenTelemetry tracer installed", () => {

@@ -12,7 +12,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
-import type * as MetricLabel from "effect/MetricLabel"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
 import { Codes } from "../ToolError.js"
@@ -171,11 +170,8 @@ class Probe implements ToolTelemetry.CallProbe {
         return Effect.onExit(effect, (exit) =>
           Effect.sync(() => {
             this.passed(exit)
-            const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-            M.approvalWait.unsafeUpdate(seconds(start, clock.unsafeCurrentTimeNanos()), [
-              M.toolLabel(this.metricTool(undefined)),
-              ...labels
-            ])
+            const wait = seconds(start, clock.unsafeCurrentTimeNanos())
+            M.recordApprovalWait(this.tool, wait, fiber.getFiberRef(FiberRef.currentMetricLabels))
           }))
       })
     }
@@ -216,20 +212,23 @@ class Probe implements ToolTelemetry.CallProbe {
         span.end(this.timing ? now : BigInt(0), outcome.isError ? Exit.fail(label) : Exit.void)
       }
       if (this.config.metrics) {
-        const labels = fiber.getFiberRef(FiberRef.currentMetricLabels)
-        const tool = M.toolLabel(this.metricTool(outcome.code))
-        const byOutcome: Array<MetricLabel.MetricLabel> = [tool, M.outcomeLabel(label), ...labels]
-        const byTool: Array<MetricLabel.MetricLabel> = [tool, ...labels]
-        M.calls.unsafeUpdate(1, byOutcome)
-        M.callDuration.unsafeUpdate(seconds(this.startedAt, now), byTool)
-        M.activeCalls.unsafeModify(-1, labels)
-        if (denied) M.denials.unsafeUpdate(1, byOutcome)
-        if (outcome.code === Codes.TOOL_TIMEOUT) M.timeouts.unsafeUpdate(1, byTool)
+        M.recordEnd({
+          tool: this.metricTool(outcome.code),
+          outcome: label,
+          seconds: seconds(this.startedAt, now),
+          denied,
+          timedOut: outcome.code === Codes.TOOL_TIMEOUT
+        }, fiber.getFiberRef(FiberRef.currentMetricLabels))
       }
       return Effect.void
     })
   }
 }
+
+const NOOP_PROBE: Effect.Effect<ToolTelemetry.CallProbe> = Effect.succeed({
+  stage: (_stage, effect) => effect,
+  end: () => Effect.void
+})
 
 const NO_ATTRIBUTES: ReadonlyArray<readonly [string, unknown]> = []
 
@@ -260,7 +259,8 @@ export const make = (config: Config): ToolTelemetry.Service => ({
             .end(timing ? now : BigInt(0), Exit.void)
         }
       }
-      if (config.metrics) M.activeCalls.unsafeModify(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
+      if (!config.metrics && span === undefined) return NOOP_PROBE
+      if (config.metrics) M.recordActive(1, fiber.getFiberRef(FiberRef.currentMetricLabels))
       return Effect.succeed(new Probe(config, span, toolName, now, timing))
     }),
   batch: (info, effect) =>
