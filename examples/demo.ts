@@ -5,8 +5,9 @@
  *   npm run demo -- --json  the durable log (JSON) that the story wrote
  *   npm run demo -- --keep  keep the log file (its path is printed)
  *
- * The "model" is a script: five messages of tool calls. Everything else is the library: the
- * scheduler runs each message's calls (reads side by side, writes alone), the rules ask the user,
+ * The "model" is a script: a LanguageModel (from @effect/ai) that answers with five messages of
+ * tool calls. Everything else is the library: the agent loop asks the model, the scheduler runs
+ * each message's calls (reads side by side, writes alone), the rules ask the user,
  * redact secrets and enforce a timeout, every call is written to a SQLite file (libSQL), and the
  * cards a UI would show are rebuilt from that file after it was closed and reopened. Two codas
  * follow: remembered approval grants, and two Code Mode programs in the QuickJS sandbox.
@@ -19,7 +20,8 @@ import { pathToFileURL } from "node:url"
 import { isDeepStrictEqual } from "node:util"
 import { ApprovalLayers, InMemoryToolRegistry, TimeoutPolicy } from "../layers/index.js"
 import * as ToolCallLogSql from "../layers/ToolCallLogSql.js"
-import { IdGenerator, Presentation, Scheduler, ToolCallLog, ToolRuntime } from "../src/index.js"
+import * as AgentLoop from "../src/AgentLoop.js"
+import { IdGenerator, Presentation, type Scheduler, ToolCallLog, ToolRuntime } from "../src/index.js"
 import type { ApprovalOutcome } from "../src/Approval.js"
 import type { UserMessage } from "../src/Content.js"
 import type { CallPresentation, LiveCall } from "../src/Presentation.js"
@@ -28,6 +30,7 @@ import type { ToolResult } from "../src/ToolResult.js"
 import { type ApprovalDemo, rememberedGrant } from "./demo/approval.js"
 import { type CodeModeDemo, codeModeHeld, codeModeSession } from "./demo/codeMode.js"
 import type { Span } from "./demo/timeline.js"
+import * as ScriptedModel from "./demo/scriptedModel.js"
 import { chart, makeTimeline, overlaps } from "./demo/timeline.js"
 import { makeTools, makeWorkspace } from "./demo/tools.js"
 
@@ -65,6 +68,8 @@ export interface DemoReport {
   readonly rememberedGrant: ApprovalDemo
   /** The Code Mode section: a program stopped at its CPU budget, then one that overlaps two reads. */
   readonly codeMode: CodeModeDemo
+  /** The agent loop that drove the session: model requests made, steps run, why it stopped. */
+  readonly agentLoop: { readonly requests: number; readonly steps: number; readonly stopReason: string }
   readonly logFile: string
 }
 
@@ -171,6 +176,27 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
   const approvals: Array<readonly [string, ApprovalOutcome]> = []
   let spans: ReadonlyArray<Span> = []
   let contexts: ReadonlyArray<UserMessage> = []
+  let loopEnd = { steps: 0, stopReason: "(not finished)" }
+
+  // The "model": a scripted LanguageModel that answers each request with the next message of
+  // the script. A request waits until the story has printed the previous message's end, then
+  // resets the timeline, so each chart shows only its own message's bodies.
+  const printed = STEPS.map(() => {
+    let done = () => {}
+    const promise = new Promise<void>((resolve) => {
+      done = resolve
+    })
+    return { promise, done }
+  })
+  const model = ScriptedModel.make(STEPS.map((step, n) => () =>
+    Effect.promise(() => n === 0 ? Promise.resolve() : printed[n - 1]!.promise).pipe(Effect.map(() => {
+      timeline.reset()
+      return {
+        text: step.title,
+        calls: step.calls.map((call) => ({ id: call.callId, name: call.name, arguments: call.arguments }))
+      }
+    }))
+  ))
 
   const session = Effect.gen(function*() {
     // The user, at the other end of the interactive approval channel.
@@ -187,59 +213,93 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
       )
     }))
 
-    for (const [n, step] of STEPS.entries()) {
-      say("")
-      say(`Message ${n + 1} from the model: "${step.title}" (${step.calls.length} tool call${step.calls.length === 1 ? "" : "s"})`)
-      const controller = new AbortController()
-      // The user presses Stop a moment after the tests started running.
-      let stop: ReturnType<typeof setTimeout> | undefined
-      if (n === 4) {
-        void timeline.whenStarted("run tests").then(() => {
-          stop = setTimeout(() => controller.abort(new Error("the user pressed Stop")), STOP_AFTER_MS)
-        })
-      }
-      timeline.reset()
-      const batch = yield* Scheduler.runBatch(step.calls, {
-        agent: "demo-agent",
-        batchId: `message-${n + 1}`,
-        maxParallel: 4,
-        ...(n === 4 ? { signal: controller.signal } : {}),
-        onCommit: (event) =>
-          Effect.sync(() => {
-            const call = step.calls[event.index]!
-            results[call.callId] = event.result
+    // The user presses Stop a moment after the tests started running.
+    const controller = new AbortController()
+    let stop: ReturnType<typeof setTimeout> | undefined
+    void timeline.whenStarted("run tests").then(() => {
+      stop = setTimeout(() => controller.abort(new Error("the user pressed Stop")), STOP_AFTER_MS)
+    })
+
+    const calls = new Map<string, Scheduler.ModelToolCall>()
+    yield* AgentLoop.stream({
+      agent: "demo-agent",
+      prompt: "Fix the port in src/app.ts, clean up, check the docs and run the tests.",
+      maxSteps: STEPS.length + 1,
+      maxParallel: 4,
+      signal: controller.signal,
+      batchId: (step) => `message-${step}`
+    }).pipe(Stream.runForEach((event) =>
+      Effect.sync(() => {
+        switch (event._tag) {
+          case "StepStarted": {
+            const step = STEPS[event.step - 1]
+            if (step === undefined) return
+            say("")
+            say(
+              `Message ${event.step} from the model: "${step.title}" (${step.calls.length} tool call${
+                step.calls.length === 1 ? "" : "s"
+              })`
+            )
+            return
+          }
+          case "ToolCall": {
+            calls.set(event.call.callId, event.call)
+            return
+          }
+          case "Committed": {
+            const call = calls.get(event.commit.callId)!
+            results[call.callId] = event.commit.result
             live.push({
               callId: call.callId,
               name: call.name,
               agent: "demo-agent",
               arguments: Presentation.parseArguments(call.arguments),
-              result: event.result
+              result: event.commit.result
             })
-            const how = event.synthetic ? " (never started)" : ""
-            say(`   ${call.name.padEnd(14)} ${describeResult(event.result)}${how}`)
-          })
-      })
-      if (stop !== undefined) clearTimeout(stop)
-      if (n === 0) {
-        spans = timeline.spans()
-        contexts = batch.contexts
-        say("")
-        say("   When each tool body ran (measured, 0 = start of the message):")
-        for (const line of chart(spans)) say(`     ${line}`)
-        say("   The .env file holds a key: a rule replaced it with [redacted] before the model (or the log) saw it.")
-        for (const context of batch.contexts) {
-          say(`   After all results, the model is also told: "${textOf({ isError: false, value: null, content: context.content })}"`)
+            const how = event.commit.synthetic ? " (never started)" : ""
+            say(`   ${call.name.padEnd(14)} ${describeResult(event.commit.result)}${how}`)
+            return
+          }
+          case "StepEnded": {
+            const n = event.step.step
+            if (n === 1) {
+              spans = timeline.spans()
+              contexts = event.step.contexts
+              say("")
+              say("   When each tool body ran (measured, 0 = start of the message):")
+              for (const line of chart(spans)) say(`     ${line}`)
+              say("   The .env file holds a key: a rule replaced it with [redacted] before the model (or the log) saw it.")
+              for (const context of event.step.contexts) {
+                say(
+                  `   After all results, the model is also told: "${
+                    textOf({ isError: false, value: null, content: context.content })
+                  }"`
+                )
+              }
+            }
+            if (n === 4) say("   Each mistake came back to the model as an error result it can read; nothing crashed.")
+            if (event.step.aborted) say("   The message was cancelled: the running call was stopped, the rest never started.")
+            printed[n - 1]?.done()
+            return
+          }
+          case "Finished": {
+            say("")
+            loopEnd = { steps: event.summary.steps.length, stopReason: event.summary.stopReason }
+            say(`The agent loop ended after ${event.summary.steps.length} model messages (${event.summary.stopReason}).`)
+            return
+          }
+          case "ModelPart":
+            return
         }
-      }
-      if (n === 3) say("   Each mistake came back to the model as an error result it can read; nothing crashed.")
-      if (batch.aborted) say("   The message was cancelled: the running call was stopped, the rest never started.")
-    }
+      })
+    ))
+    if (stop !== undefined) clearTimeout(stop)
   }).pipe(Effect.scoped)
 
   const program = Effect.gen(function*() {
     say("effect-tool-runtime demo: a scripted agent, the real runtime, a durable log.")
     say(`The log is written to ${logFile}`)
-    yield* session.pipe(Effect.provide(Runtime))
+    yield* session.pipe(Effect.provide(Layer.merge(Runtime, model.layer)))
 
     // The runtime (and the database) are closed now. Reopen the file and rebuild the cards.
     const contents = yield* ToolCallLog.contents.pipe(Effect.provide(ToolCallLogSql.layerLibsql({ url })))
@@ -302,6 +362,7 @@ export const main = async (options: DemoOptions = {}): Promise<DemoReport> => {
     replayed,
     records: contents.records,
     logFile,
+    agentLoop: { requests: model.requests.length, ...loopEnd },
     rememberedGrant: granted,
     codeMode
   }

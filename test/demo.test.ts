@@ -62,6 +62,10 @@ describe("examples/demo", () => {
         { type: "text", text: "src/app.ts changed: run the tests before you finish." }
       ]])
 
+      // issue 12 item 1: the scripted model's five messages went through the agent loop, which stopped on the user's Stop
+      assert.deepStrictEqual(report.agentLoop, { requests: 5, steps: 5, stopReason: "aborted" })
+      assert.include(lines, "The agent loop ended after 5 model messages (aborted).")
+
       assert.strictEqual(report.records.length, 24)
       assert.deepStrictEqual(report.replayed, report.live)
       assert.strictEqual(report.live.length, 12)
