@@ -6,6 +6,10 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
@@ -13,6 +17,7 @@ import type { DispatchExecution } from "../src/Execution.js"
 import type { AroundHook } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import type * as ToolRegistryModule from "../src/ToolRegistry.js"
+import { followSignal } from "../src/internal/signals.js"
 import * as ToolResult from "../src/ToolResult.js"
 
 /**
@@ -78,32 +83,47 @@ export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Opti
   return withDeadline(exec, next, timeoutMs)
 }
 
+const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
+
+/**
+ * Arms the deadline's timer: a host timer when the fiber's clock is the live one (no fiber per
+ * call), else a sleep on the fiber's own `Clock` (so `TestClock` drives it). Returns its canceller.
+ */
+const armTimer = (clock: Clock.Clock, timeoutMs: number, fire: () => void): Effect.Effect<Effect.Effect<void>> => {
+  if (clock === liveClock) {
+    const handle = setTimeout(fire, timeoutMs)
+    return Effect.succeed(Effect.sync(() => clearTimeout(handle)))
+  }
+  return Effect.map(
+    Effect.fork(Effect.interruptible(Effect.zipRight(clock.sleep(Duration.millis(timeoutMs)), Effect.sync(fire)))),
+    (timer) => Fiber.interrupt(timer)
+  )
+}
+
 const withDeadline = (
   exec: DispatchExecution,
   next: Effect.Effect<ToolResult.ToolResult>,
   timeoutMs: number
 ): Effect.Effect<ToolResult.ToolResult> =>
-  Effect.suspend(() => {
+  Effect.clockWith((clock) => {
     const upstream = exec.signal
     const deadline = new AbortController()
     let reason: TimeoutReason | undefined = undefined
     const onUpstream = () => deadline.abort(upstream.reason)
     if (upstream.aborted) deadline.abort(upstream.reason)
     else upstream.addEventListener("abort", onUpstream, { once: true })
-    const fire = Effect.zipRight(
-      Effect.sleep(timeoutMs),
-      Effect.sync(() => {
-        if (deadline.signal.aborted) return
-        reason = new TimeoutReason(timeoutMs)
-        deadline.abort(reason)
-      })
-    )
-    return Effect.flatMap(Effect.fork(Effect.interruptible(fire)), (timer) => {
+    followSignal(deadline.signal, upstream)
+    const fire = () => {
+      if (deadline.signal.aborted) return
+      reason = new TimeoutReason(timeoutMs)
+      deadline.abort(reason)
+    }
+    return Effect.flatMap(armTimer(clock, timeoutMs, fire), (cancelTimer) => {
       exec.signal = deadline.signal
       const restore = Effect.suspend(() => {
         exec.signal = upstream
         upstream.removeEventListener("abort", onUpstream)
-        return Fiber.interrupt(timer)
+        return cancelTimer
       })
       return Effect.map(
         Effect.ensuring(next, restore),

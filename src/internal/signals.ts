@@ -161,6 +161,51 @@ export interface BodyCancellation {
   readonly detach: () => void
 }
 
+/** Signals that abort whenever the signal they were derived from aborts, with its reason. */
+const followers = new WeakMap<AbortSignal, AbortSignal>()
+
+/**
+ * Declares that `derived` aborts whenever `source` does, with its reason (a deadline that follows
+ * the signal it replaced): a body given `derived` needs no fusion with `source`.
+ *
+ * @internal
+ */
+export const followSignal = (derived: AbortSignal, source: AbortSignal): void => {
+  followers.set(derived, source)
+}
+
+/** A body's cancellation that is a signal alone (it already follows the caller's). */
+class SignalCancellation implements BodyCancellation {
+  constructor(readonly fused: AbortSignal) {}
+  aborted(): boolean {
+    return this.fused.aborted
+  }
+  signal(): AbortSignal {
+    return this.fused
+  }
+  onAbort(waiter: () => void): () => void {
+    const fused = this.fused
+    fused.addEventListener("abort", waiter, { once: true })
+    return () => fused.removeEventListener("abort", waiter)
+  }
+  detach(): void {}
+}
+
+/** The caller's own cancellation, as a body's (no wrapper replaced its signal). */
+class CallerCancellation implements BodyCancellation {
+  constructor(readonly caller: Caller) {}
+  aborted(): boolean {
+    return this.caller.aborted
+  }
+  signal(): AbortSignal {
+    return this.caller.signal
+  }
+  onAbort(waiter: () => void): () => void {
+    return this.caller.onAbort(waiter)
+  }
+  detach(): void {}
+}
+
 /**
  * BODY-2 over a {@link Caller}: when the wrapper kept the caller's signal the body shares the
  * caller's cancellation; otherwise a fused signal aborting with whichever source aborts first
@@ -169,14 +214,9 @@ export interface BodyCancellation {
  * @internal
  */
 export const fuseCaller = (caller: Caller, wrapper: AbortSignal | undefined): BodyCancellation => {
-  if (wrapper === undefined || caller.isSignal(wrapper)) {
-    return {
-      aborted: () => caller.aborted,
-      signal: () => caller.signal,
-      onAbort: (waiter) => caller.onAbort(waiter),
-      detach: noop
-    }
-  }
+  if (wrapper === undefined || caller.isSignal(wrapper)) return new CallerCancellation(caller)
+  const source = followers.get(wrapper)
+  if (source !== undefined && caller.isSignal(source)) return new SignalCancellation(wrapper)
   const controller = new AbortController()
   const fused = controller.signal
   let removeCaller = noop
