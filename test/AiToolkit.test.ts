@@ -278,4 +278,53 @@ describe("AiToolkit", () => {
         })
       }).pipe(Effect.provide(Layer.merge(Presets.layerTest(), Fx.greeterHandlers))))
   })
+  describe("other @effect/ai tool shapes", () => {
+    class Search extends Schema.TaggedRequest<Search>()("Search", {
+      success: Schema.Array(Schema.String),
+      failure: Schema.Never,
+      payload: { q: Schema.String }
+    }) {}
+    const Requests = Toolkit.make(AiTool.fromTaggedRequest(Search))
+    const Returning = AiTool.make("returning", {
+      parameters: { n: Schema.Number },
+      success: Schema.Number,
+      failure: Schema.String,
+      failureMode: "return"
+    })
+    const ReturningKit = Toolkit.make(Returning)
+
+    it.scoped("a Schema.TaggedRequest tool: the handler receives the request instance", () =>
+      Effect.gen(function*() {
+        yield* AiToolkit.register(Requests)
+        const schemas = yield* (yield* ToolRegistry).schemas()
+        assert.deepStrictEqual<ReadonlyArray<unknown>>(schemas, [
+          { name: "Search", description: "", parameters: AiTool.getJsonSchema(AiTool.fromTaggedRequest(Search)) }
+        ])
+        assert.deepStrictEqual(yield* execute("Search", { _tag: "Search", q: "effect" }), {
+          isError: false,
+          value: ["effect", "true"],
+          content: text("[\"effect\",\"true\"]")
+        })
+      }).pipe(Effect.provide(Layer.merge(
+        Presets.layerTest(),
+        Requests.toLayer({ Search: (request) => Effect.succeed([request.q, String(request instanceof Search)]) })
+      ))))
+
+    it.scoped("ERR-1: failureMode \"return\" failures are error results like \"error\" ones", () =>
+      Effect.gen(function*() {
+        yield* AiToolkit.register(ReturningKit)
+        assert.deepStrictEqual(yield* execute("returning", { n: 1 }), failure("nope", "TOOL_FAILURE"))
+      }).pipe(Effect.provide(Layer.merge(Presets.layerTest(), ReturningKit.toLayer({ returning: () => Effect.fail("nope") })))))
+
+    it("the handlers are a requirement of register until toolkit.toLayer(...) provides them", () => {
+      const needs: Effect.Effect<void, AiToolkit.RegisterError, ToolRegistry | Scope.Scope | AiTool.Handler<"returning">> =
+        AiToolkit.register(ReturningKit)
+      const provided: Effect.Effect<void, AiToolkit.RegisterError, ToolRegistry | Scope.Scope> = needs.pipe(
+        Effect.provide(ReturningKit.toLayer({ returning: ({ n }) => Effect.succeed(n) }))
+      )
+      const withDependency: Effect.Effect<void, AiToolkit.RegisterError, ToolRegistry | Scope.Scope | Fx.Greeting> =
+        AiToolkit.register(Fx.Greeter).pipe(Effect.provide(Fx.greeterHandlers))
+      assert.isTrue(Effect.isEffect(provided) && Effect.isEffect(withDependency))
+    })
+  })
 })
