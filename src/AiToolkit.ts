@@ -37,7 +37,7 @@ import type { ToolRegistrationError, ToolRegistry } from "./ToolRegistry.js"
  * @since 0.1.0
  * @category constants
  */
-export const FAILURE_CODE: "TOOL_FAILURE" = failure.FAILURE_CODE as "TOOL_FAILURE"
+export const FAILURE_CODE: "TOOL_FAILURE" = failure.FAILURE_CODE
 
 /**
  * A handler's typed failure as the model sees it: `error.info` is

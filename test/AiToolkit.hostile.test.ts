@@ -170,7 +170,7 @@ describe("AiToolkit with hostile values", () => {
             info("ToolArgsError", "INVALID_ARGS")
           )
         )
-        assert.strictEqual((yield* execute("get_item", Hostile.throwingProxy())).isError, true)
+        assert.deepStrictEqual(yield* execute("get_item", Hostile.throwingProxy()), errorResult("hostile getPrototypeOf"))
         assert.deepStrictEqual(recorder.calls, [])
       })
     })

@@ -109,7 +109,7 @@ describe("AiToolkit", () => {
         assert.deepStrictEqual(yield* execute("probe", {}, "A"), { isError: false, value: 1, content: text("1") })
       }).pipe(Effect.provide(Fx.layer())))
 
-    it.scoped("AiToolkit.layer keeps the tools registered while the Layer lives", () =>
+    it.scoped("REG-2: AiToolkit.layer keeps the tools registered while the Layer lives", () =>
       Effect.gen(function*() {
         const names = yield* Effect.scoped(
           Effect.gen(function*() {
@@ -122,7 +122,7 @@ describe("AiToolkit", () => {
         assert.deepStrictEqual(yield* (yield* ToolRegistry).schemas(), [])
       }).pipe(Effect.provide(Fx.layer())))
 
-    it.scoped("a provider-defined tool, a missing handler and an unknown override are refused", () =>
+    it.scoped("D-6: a provider-defined tool, a missing handler and an unknown override are refused", () =>
       Effect.gen(function*() {
         const Provided = AiTool.providerDefined({
           id: "openai.web_search",
@@ -165,7 +165,7 @@ describe("AiToolkit", () => {
       }).pipe(Effect.provide(Fx.layer({}, recorder)))
     })
 
-    it.scoped("the handler sees the same decoded parameters, and the value is the same encoding, as toolkit.handle", () => {
+    it.scoped("DEF-3 / OUT-1: the handler sees the same decoded parameters, and the value is the same encoding, as toolkit.handle", () => {
       const recorder: Fx.Recorder = { calls: [] }
       return Effect.gen(function*() {
         yield* AiToolkit.register(Fx.Items)
