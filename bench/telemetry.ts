@@ -2,7 +2,9 @@
  * Per-call cost of `ToolRuntime.execute` for a no-op tool with and without `ToolTelemetry`:
  * no telemetry; `ToolTelemetry.layer()` with no tracer installed (metrics on, and with metrics
  * off); the same with an OpenTelemetry SDK tracer whose span processor does nothing; and that
- * tracer with no telemetry. Interleaved rounds in one process, medians, ratios to the first row.
+ * tracer with no telemetry. Interleaved rounds in one process, timed in process CPU time (steadier
+ * than wall time on a shared machine); the median and the best round, each with its ratio to the
+ * first row.
  */
 import { NodeSdk } from "@effect/opentelemetry"
 import { NoopSpanProcessor } from "@opentelemetry/sdk-trace-base"
@@ -46,8 +48,8 @@ const withTracer = (layer: Layer.Layer<ToolRuntime | ToolRegistry>): Layer.Layer
 
 export const run = async (): Promise<void> => {
   const N = 2_000
-  const ROUNDS = 7
-  console.log("\n## ToolTelemetry per-call cost (no-op execute, median of interleaved rounds, µs/call)")
+  const ROUNDS = 11
+  console.log("\n## ToolTelemetry per-call cost (no-op execute, process CPU time per call, interleaved rounds)")
   const configs: Array<readonly [string, Layer.Layer<ToolRuntime | ToolRegistry, never, never>]> = [
     ["no telemetry", runtimeWith(undefined)],
     ["telemetry, no tracer (spans + metrics)", runtimeWith(ToolTelemetry.layer())],
@@ -75,17 +77,26 @@ export const run = async (): Promise<void> => {
   for (let round = 0; round < ROUNDS; round++) {
     for (const [index, { loop, rt }] of runtimes.entries()) {
       gc?.()
-      const start = performance.now()
+      const start = process.cpuUsage()
       await rt.runPromise(loop)
-      samples[index]!.push(((performance.now() - start) * 1000) / N)
+      const used = process.cpuUsage(start)
+      samples[index]!.push((used.user + used.system) / N)
     }
   }
-  const rows = runtimes.map(({ label }, index) => ({ label, us: median(samples[index]!) }))
+  const rows = runtimes.map(({ label }, index) => ({
+    label,
+    us: median(samples[index]!),
+    best: Math.min(...samples[index]!)
+  }))
   for (const { rt } of runtimes) await rt.dispose()
-  const base = rows[0]!.us
+  const base = rows[0]!
   const width = Math.max(...rows.map((r) => r.label.length))
+  console.log(`${"".padEnd(width)}  median µs/call (ratio)   best round µs/call (ratio)`)
   for (const row of rows) {
-    console.log(`${row.label.padEnd(width)}  ${row.us.toFixed(3)} µs/call  ×${(row.us / base).toFixed(3)}`)
+    console.log(
+      `${row.label.padEnd(width)}  ${row.us.toFixed(3).padStart(8)} (×${(row.us / base.us).toFixed(3)})` +
+        `     ${row.best.toFixed(3).padStart(8)} (×${(row.best / base.best).toFixed(3)})`
+    )
   }
   if (gc === undefined) console.log("(run with --expose-gc for steadier figures)")
 }

@@ -4,7 +4,6 @@
  *
  * @internal
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as DefaultServices from "effect/DefaultServices"
@@ -133,7 +132,6 @@ const seconds = (from: bigint, to: bigint): number => Number(to - from) / 1e9
 class Probe implements ToolTelemetry.CallProbe {
   bodyRan = false
   policyPassed = false
-  policyFailed = false
   ended = false
   readonly stageOptions: Tracer.SpanOptions | undefined
   constructor(
@@ -156,12 +154,10 @@ class Probe implements ToolTelemetry.CallProbe {
 
   private track<A, E, R>(stage: ToolTelemetry.Stage, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     if (stage === "body") {
-      return Effect.zipRight(
-        Effect.sync(() => {
-          this.bodyRan = true
-        }),
-        effect
-      )
+      return Effect.suspend(() => {
+        this.bodyRan = true
+        return effect
+      })
     }
     if (stage === "approval" && this.config.metrics) {
       return Effect.withFiberRuntime((fiber) => {
@@ -175,13 +171,17 @@ class Probe implements ToolTelemetry.CallProbe {
           }))
       })
     }
-    if (isPolicyStage(stage)) return Effect.onExit(effect, (exit) => Effect.sync(() => this.passed(exit)))
+    if (isPolicyStage(stage)) {
+      return Effect.map(effect, (value) => {
+        this.policyPassed = true
+        return value
+      })
+    }
     return effect
   }
 
   private passed(exit: Exit.Exit<unknown, unknown>): void {
     if (Exit.isSuccess(exit)) this.policyPassed = true
-    else if (!Cause.isInterruptedOnly(exit.cause)) this.policyFailed = true
   }
 
   /** Unknown names are bucketed so a model cannot grow the metric registry without bound. */
@@ -192,7 +192,7 @@ class Probe implements ToolTelemetry.CallProbe {
   private isDenial(outcome: Outcome, facts: ToolTelemetry.CallEnd | undefined): boolean {
     if (!outcome.isError) return false
     if (facts !== undefined && typeof facts.denied === "boolean") return facts.denied
-    if (this.bodyRan || !this.policyPassed || this.policyFailed) return false
+    if (this.bodyRan || !this.policyPassed) return false
     return outcome.code === undefined || !pipelineCodes.has(outcome.code)
   }
 

@@ -101,42 +101,70 @@ type Hook = MetricHook.MetricHook<number, unknown>
 
 const MAX_CACHED = 4096
 
-/** Hooks by series; past the cap a series is resolved on each update instead of cached. */
-const hookCache = <K extends MetricKeyType.MetricKeyType<number, unknown>>(key: MetricKey.MetricKey<K>) => {
-  const cache = new Map<string, Hook>()
-  return (id: string, labels: () => ReadonlyArray<MetricLabel.MetricLabel>, extra: ReadonlyArray<MetricLabel.MetricLabel>): Hook => {
-    if (extra.length > 0) return resolve(key, [...labels(), ...extra])
-    let hook = cache.get(id)
-    if (hook === undefined) {
-      hook = resolve(key, labels())
-      if (cache.size < MAX_CACHED) cache.set(id, hook)
-    }
-    return hook
-  }
-}
-
 const resolve = <K extends MetricKeyType.MetricKeyType<number, unknown>>(
   key: MetricKey.MetricKey<K>,
   labels: ReadonlyArray<MetricLabel.MetricLabel>
 ): Hook => Metric.globalMetricRegistry.get(MetricKey.taggedWithLabels(key, labels)) as unknown as Hook
 
-const byTool = (tool: string) => () => [MetricLabel.make(TOOL_NAME, tool)]
-const byToolAndOutcome = (tool: string, outcome: string) => () => [
-  MetricLabel.make(TOOL_NAME, tool),
-  MetricLabel.make(OUTCOME, outcome)
-]
+const activeHook = resolve(keys.activeCalls, [])
 
-const callsHook = hookCache(keys.calls)
-const durationHook = hookCache(keys.callDuration)
-const denialsHook = hookCache(keys.denials)
-const timeoutsHook = hookCache(keys.timeouts)
-const approvalHook = hookCache(keys.approvalWait)
-const activeHook = hookCache(keys.activeCalls)
-const none = () => []
+/** One (tool, outcome) pair's hooks. */
+interface OutcomeSeries {
+  readonly calls: Hook
+  denials: Hook | undefined
+}
+
+/**
+ * One tool's hooks, resolved on first use. The caches are bounded; past the bound a series is
+ * still recorded, only not kept.
+ *
+ * @internal
+ */
+export class ToolSeries {
+  private readonly outcomes = new Map<string, OutcomeSeries>()
+  private durationHook: Hook | undefined = undefined
+  private timeoutsHook: Hook | undefined = undefined
+  private approvalHook: Hook | undefined = undefined
+  private readonly label: MetricLabel.MetricLabel
+  constructor(tool: string) {
+    this.label = MetricLabel.make(TOOL_NAME, tool)
+  }
+  private outcome(outcome: string): OutcomeSeries {
+    let series = this.outcomes.get(outcome)
+    if (series === undefined) {
+      series = { calls: resolve(keys.calls, [this.label, MetricLabel.make(OUTCOME, outcome)]), denials: undefined }
+      if (this.outcomes.size < MAX_CACHED) this.outcomes.set(outcome, series)
+    }
+    return series
+  }
+  end(outcome: string, seconds: number, denied: boolean, timedOut: boolean): void {
+    const series = this.outcome(outcome)
+    series.calls.update(1)
+    ;(this.durationHook ??= resolve(keys.callDuration, [this.label])).update(seconds)
+    activeHook.modify(-1)
+    if (denied) (series.denials ??= resolve(keys.denials, [this.label, MetricLabel.make(OUTCOME, outcome)])).update(1)
+    if (timedOut) (this.timeoutsHook ??= resolve(keys.timeouts, [this.label])).update(1)
+  }
+  approval(seconds: number): void {
+    ;(this.approvalHook ??= resolve(keys.approvalWait, [this.label])).update(seconds)
+  }
+}
+
+const toolSeries = new Map<string, ToolSeries>()
+
+/** @internal */
+export const seriesOf = (tool: string): ToolSeries => {
+  let series = toolSeries.get(tool)
+  if (series === undefined) {
+    series = new ToolSeries(tool)
+    if (toolSeries.size < MAX_CACHED) toolSeries.set(tool, series)
+  }
+  return series
+}
 
 /** @internal */
 export const recordActive = (delta: number, extra: ReadonlyArray<MetricLabel.MetricLabel>): void =>
-  activeHook("", none, extra).modify(delta)
+  (extra.length === 0 ? activeHook : resolve(keys.activeCalls, extra)).modify(delta)
 
 /** @internal */
 export interface Ended {
@@ -147,17 +175,25 @@ export interface Ended {
   readonly timedOut: boolean
 }
 
-/** @internal */
+/**
+ * Records a call's end; `extra` (the fiber's metric labels) bypasses the caches.
+ *
+ * @internal
+ */
 export const recordEnd = (ended: Ended, extra: ReadonlyArray<MetricLabel.MetricLabel>): void => {
-  const { outcome, tool } = ended
-  const series = `${tool.length}:${tool}${outcome}`
-  callsHook(series, byToolAndOutcome(tool, outcome), extra).update(1)
-  durationHook(tool, byTool(tool), extra).update(ended.seconds)
-  activeHook("", none, extra).modify(-1)
-  if (ended.denied) denialsHook(series, byToolAndOutcome(tool, outcome), extra).update(1)
-  if (ended.timedOut) timeoutsHook(tool, byTool(tool), extra).update(1)
+  const { denied, outcome, seconds, timedOut, tool } = ended
+  if (extra.length === 0) return seriesOf(tool).end(outcome, seconds, denied, timedOut)
+  const byTool = [MetricLabel.make(TOOL_NAME, tool), ...extra]
+  const byOutcome = [MetricLabel.make(TOOL_NAME, tool), MetricLabel.make(OUTCOME, outcome), ...extra]
+  resolve(keys.calls, byOutcome).update(1)
+  resolve(keys.callDuration, byTool).update(seconds)
+  resolve(keys.activeCalls, extra).modify(-1)
+  if (denied) resolve(keys.denials, byOutcome).update(1)
+  if (timedOut) resolve(keys.timeouts, byTool).update(1)
 }
 
 /** @internal */
-export const recordApprovalWait = (tool: string, seconds: number, extra: ReadonlyArray<MetricLabel.MetricLabel>): void =>
-  approvalHook(tool, byTool(tool), extra).update(seconds)
+export const recordApprovalWait = (tool: string, seconds: number, extra: ReadonlyArray<MetricLabel.MetricLabel>): void => {
+  if (extra.length === 0) return seriesOf(tool).approval(seconds)
+  resolve(keys.approvalWait, [MetricLabel.make(TOOL_NAME, tool), ...extra]).update(seconds)
+}
