@@ -50,6 +50,27 @@ describe("AiToolkit", () => {
       }).pipe(Effect.provide(Fx.layer({}, recorder)))
     })
 
+    it.scoped("TYPES-1: identifiers (a nested Class twice, Int, NonEmptyString) project as Tool.getJsonSchema does", () => {
+      class Point extends Schema.Class<Point>("Point")({ x: Schema.Number, y: Schema.Number }) {}
+      const Line = AiTool.make("line", {
+        parameters: { from: Point, to: Point, steps: Schema.Int, tags: Schema.Array(Schema.NonEmptyString) }
+      })
+      const kit = Toolkit.make(Line)
+      const seen: Array<unknown> = []
+      return Effect.gen(function*() {
+        yield* AiToolkit.register(kit)
+        const [schema] = yield* (yield* ToolRegistry).schemas()
+        assert.deepStrictEqual<unknown>(schema!.parameters, AiTool.getJsonSchema(Line))
+        assert.isFalse(JSON.stringify(schema!.parameters).includes("$ref"))
+        const args = { from: { x: 0, y: 0 }, to: { x: 3, y: 4 }, steps: 2, tags: ["a"] }
+        assert.isFalse((yield* execute("line", args)).isError)
+        assert.instanceOf((seen[0] as { from: unknown }).from, Point)
+      }).pipe(Effect.provide(Layer.merge(
+        Presets.layerTest(),
+        kit.toLayer({ line: (params) => Effect.sync(() => void seen.push(params)) })
+      )))
+    })
+
     it.scoped("TYPES-1: a description annotation on the parameters schema is used when the tool has none", () => {
       const Described = AiTool.make("described", {
         parameters: { q: Schema.String }
