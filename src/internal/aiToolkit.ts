@@ -139,8 +139,12 @@ const isSchema = (u: unknown): u is AnySchema => {
 }
 
 const isVoidLike = (schema: AnySchema): boolean => {
-  const ast = schema.ast
-  return AST.isVoidKeyword(ast) || AST.isUndefinedKeyword(ast)
+  try {
+    const ast = schema.ast
+    return AST.isVoidKeyword(ast) || AST.isUndefinedKeyword(ast)
+  } catch {
+    return false
+  }
 }
 
 /** A `void`/`undefined` success (the `@effect/ai` default) is the canonical JSON value `null`. */
@@ -284,11 +288,11 @@ const build = (
 ): { readonly agent: AgentId | undefined; readonly definitions: ReadonlyArray<Tool.ToolDefinition<unknown>> } => {
   const entries = toolsOf(toolkit)
   const options = readOptions(rawOptions)
-  const known = new Set(entries.map(([key]) => key))
+  const tools = entries.map(([key, tool]) => readTool(key, tool))
+  const known = new Set(tools.map((tool) => tool.name))
   for (const name of options.tools.keys()) {
     if (!known.has(name)) throw refuse(`AiToolkit: options.tools names "${name}", which is not a tool of the toolkit`)
   }
-  const tools = entries.map(([key, tool]) => readTool(key, tool))
   return {
     agent: options.agent,
     definitions: tools.map((tool) => makeDefinition(tool, handlerOf(context, tool), options))
@@ -330,9 +334,8 @@ export const register = (
     const outer = yield* Effect.scope
     const inner = yield* Scope.fork(outer, ExecutionStrategy.sequential)
     const target = built.agent === undefined ? undefined : { agent: built.agent }
-    yield* Effect.forEach(built.definitions, (definition) => registry.register(definition as Tool.Any as Tool.ToolDefinition<never>, target), {
-      discard: true
-    }).pipe(
+    const registerOne = (definition: Tool.Any) => registry.register(definition as Tool.ToolDefinition<never>, target)
+    yield* Effect.forEach(built.definitions, registerOne, { discard: true }).pipe(
       Scope.extend(inner),
       Effect.onError((cause) => Scope.close(inner, Exit.failCause(cause)))
     )
