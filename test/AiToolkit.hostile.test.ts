@@ -175,6 +175,28 @@ describe("AiToolkit with hostile values", () => {
       })
     })
 
+    it.scoped("OUT-4 / SCHED-2: a throwing renderer is INVALID_TOOL_OUTPUT; a throwing classifier is exclusive", () =>
+      Effect.gen(function*() {
+        yield* AiToolkit.register(Fx.Items, {
+          render: () => {
+            throw Hostile.throwingProxy()
+          },
+          tools: {
+            get_item: {
+              concurrencySafe: () => {
+                throw new Error("classifier")
+              }
+            },
+            delete_item: { render: () => Hostile.revokedProxy() as never }
+          }
+        })
+        const probe = yield* execute("probe", {})
+        assert.strictEqual(Fx.codeOf(probe), "INVALID_TOOL_OUTPUT")
+        assert.strictEqual(Fx.codeOf(yield* execute("delete_item", { id: "a" })), "INVALID_TOOL_OUTPUT")
+        const registry = yield* ToolRegistry
+        assert.strictEqual(yield* registry.executionMode({ name: "get_item", arguments: { id: "a" } }), "exclusive")
+      }).pipe(Effect.provide(Fx.handlers())))
+
     it.scoped("hostile toolkits, tools, options and handler entries are refused with a ToolDefinitionError", () =>
       Effect.gen(function*() {
         const hostileKit = Hostile.throwingProxy() as typeof Fx.Items
