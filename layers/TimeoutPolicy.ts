@@ -6,18 +6,16 @@
  *
  * @since 0.1.0
  */
-import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
-import * as DefaultServices from "effect/DefaultServices"
-import * as Duration from "effect/Duration"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import type { DispatchExecution } from "../src/Execution.js"
 import type { AroundHook } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import type * as ToolRegistryModule from "../src/ToolRegistry.js"
+import { armTimer, declareDeadline } from "../src/internal/deadline.js"
 import { followSignal } from "../src/internal/signals.js"
+import { sanitizeThrown } from "../src/ToolError.js"
 import * as ToolResult from "../src/ToolResult.js"
 
 /**
@@ -72,33 +70,31 @@ export interface Options {
  * @since 0.1.0
  * @category constructors
  */
-export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Options): AroundHook<Error> =>
-(exec, next) => {
-  const entry = registry.unsafeView(exec.agent).get(exec.name)
-  const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
-  if (timeoutMs === undefined) return next
-  if (!isValidTimeout(timeoutMs)) {
-    return Effect.fail(new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647"))
+export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Options): AroundHook<Error> => {
+  const wrapper: AroundHook<Error> = (exec, next) => {
+    const entry = registry.unsafeView(exec.agent).get(exec.name)
+    const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
+    if (timeoutMs === undefined) return next
+    if (!isValidTimeout(timeoutMs)) return Effect.fail(invalidBudget())
+    return withDeadline(exec, next, timeoutMs)
   }
-  return withDeadline(exec, next, timeoutMs)
+  return declareDeadline(wrapper, {
+    budget: (agent, name) => {
+      try {
+        const entry = registry.unsafeView(agent).get(name)
+        const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
+        if (timeoutMs === undefined) return undefined
+        return isValidTimeout(timeoutMs) ? timeoutMs : { failure: Cause.fail(invalidBudget()) }
+      } catch (thrown) {
+        return { failure: Cause.die(sanitizeThrown(thrown)) }
+      }
+    },
+    reason: (timeoutMs) => new TimeoutReason(timeoutMs),
+    timedOut: (timeoutMs) => ToolResult.timedOut(timeoutMs)
+  })
 }
 
-const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
-
-/**
- * Arms the deadline's timer: a host timer when the fiber's clock is the live one (no fiber per
- * call), else a sleep on the fiber's own `Clock` (so `TestClock` drives it). Returns its canceller.
- */
-const armTimer = (clock: Clock.Clock, timeoutMs: number, fire: () => void): Effect.Effect<Effect.Effect<void>> => {
-  if (clock === liveClock) {
-    const handle = setTimeout(fire, timeoutMs)
-    return Effect.succeed(Effect.sync(() => clearTimeout(handle)))
-  }
-  return Effect.map(
-    Effect.fork(Effect.interruptible(Effect.zipRight(clock.sleep(Duration.millis(timeoutMs)), Effect.sync(fire)))),
-    (timer) => Fiber.interrupt(timer)
-  )
-}
+const invalidBudget = () => new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647")
 
 const withDeadline = (
   exec: DispatchExecution,

@@ -36,7 +36,8 @@ import {
 import { interruptible, startNow } from "./fibers.js"
 import { createSuccess, type Outcome } from "./output.js"
 import { adoptReturned } from "./promise.js"
-import { type BodyCancellation, fuseCaller } from "./signals.js"
+import { armTimer, type DeadlinePlan, DeadlineCancellation, deadlinePlanOf } from "./deadline.js"
+import { type BodyCancellation, callerCancellation, fuseCaller } from "./signals.js"
 import { waterfall } from "./waterfall.js"
 
 const noop = () => {}
@@ -121,15 +122,41 @@ const releaseParent = (runtime: Runtime, token: symbol) => {
   else runtime.running.set(token, left)
 }
 
+/** The body under the around-dispatch wrappers: its cancellation is the caller's fused with the installed signal. */
 const bodyDispatch = (state: State, view: DispatchView): Effect.Effect<Result> =>
   Effect.suspend(() => {
-    const { runtime, execution: exec } = state
-    const mark = (result: Result) => frozen(runtime, state.token, result)
     const installed = DispatchView.installed(view)
     if (installed.replaced && !(installed.signal instanceof AbortSignal)) {
-      return Effect.succeed(mark(ToolResult.failure({ message: "exec.signal must remain an AbortSignal" })))
+      return Effect.succeed(
+        frozen(state.runtime, state.token, ToolResult.failure({ message: "exec.signal must remain an AbortSignal" }))
+      )
     }
-    const cancellation = fuseCaller(state.caller, installed.signal as AbortSignal | undefined)
+    return bodyWith(state, fuseCaller(state.caller, installed.signal as AbortSignal | undefined))
+  })
+
+/** The body with no wrapper: the caller's own cancellation. */
+const bareBody = (state: State): Effect.Effect<Result> => Effect.suspend(() => bodyWith(state, callerCancellation(state.caller)))
+
+/**
+ * The body under a deadline the runtime runs itself (the only wrapper is deadline-only): the
+ * same result as running the wrapper, including its timed-out answer when the deadline fired first.
+ */
+const deadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Effect.Effect<unknown> =>
+  Effect.clockWith((clock) => {
+    const cancellation = new DeadlineCancellation(state.caller)
+    return Effect.flatMap(
+      armTimer(clock, timeoutMs, () => cancellation.fire(plan.reason(timeoutMs))),
+      (cancelTimer) =>
+        Effect.map(
+          Effect.ensuring(bodyWith(state, cancellation), cancelTimer),
+          (result): unknown => cancellation.firedFirst !== undefined ? plan.timedOut(timeoutMs) : result
+        )
+    )
+  })
+
+const bodyWith = (state: State, cancellation: BodyCancellation): Effect.Effect<Result> => {
+    const { runtime, execution: exec } = state
+    const mark = (result: Result) => frozen(runtime, state.token, result)
     if (cancellation.aborted()) {
       cancellation.detach()
       return Effect.succeed(mark(ToolResult.abortedBeforeDispatch()))
@@ -163,7 +190,7 @@ const bodyDispatch = (state: State, view: DispatchView): Effect.Effect<Result> =
         return mark(ToolResult.failure(detailOfCause(exit.cause)))
       })
     )
-  })
+}
 
 type Dispatched = ToolRuntime.Dispatched
 
@@ -249,12 +276,39 @@ const afterDispatch = (state: State, raw: unknown): Dispatched => {
   return { _tag: "PostResult", result }
 }
 
+/**
+ * What the around-dispatch stage is for this call: nothing to run, a deadline the runtime runs
+ * itself, or the wrappers.
+ */
+const deadlineOnly = (wrappers: ReadonlyArray<unknown>): DeadlinePlan | undefined =>
+  wrappers.length === 1 ? deadlinePlanOf(wrappers[0]) : undefined
+
+/**
+ * No wrapper, or a single deadline-only one: nothing of the around-dispatch stage can suspend
+ * except the body.
+ *
+ * @internal
+ */
+export const plainDispatch = (wrappers: ReadonlyArray<unknown>): boolean =>
+  wrappers.length === 0 || (wrappers.length === 1 && deadlinePlanOf(wrappers[0]) !== undefined)
+
 /** @internal */
 export const dispatchIn = (state: State): Effect.Effect<Dispatched> => {
   const wrappers = state.runtime.registry.unsafeView(state.agent).aroundExecute
+  if (wrappers.length === 0) {
+    return Effect.map(observed(state, "body", bareBody(state)), (raw) => afterDispatch(state, raw))
+  }
+  const plan = deadlineOnly(wrappers)
+  if (plan !== undefined) {
+    const budget = plan.budget(state.agent, state.name)
+    if (typeof budget === "object") {
+      return Effect.succeed(finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(budget.failure)))))
+    }
+    const body = budget === undefined ? bareBody(state) : deadlineBody(state, plan, budget)
+    return Effect.map(observed(state, "body", body), (raw) => afterDispatch(state, raw))
+  }
   const view = new DispatchView(state.execution, state.caller)
   const body = observed(state, "body", bodyDispatch(state, view))
-  if (wrappers.length === 0) return Effect.map(body, (raw) => afterDispatch(state, raw))
   return Effect.map(
     Effect.exit(waterfall("tools/execute", wrappers, body, (wrapper, next) => wrapper(view, next))),
     (exit) =>

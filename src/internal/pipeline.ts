@@ -20,7 +20,7 @@ import * as Registry from "../ToolRegistry.js"
 import type { ErrorDetail } from "../ToolError.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import * as ToolTelemetry from "../ToolTelemetry.js"
-import { dispatchIn } from "./dispatch.js"
+import { dispatchIn, plainDispatch } from "./dispatch.js"
 import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
 import { finalizeIn, finishIn } from "./finish.js"
 import { gate } from "./gate.js"
@@ -65,9 +65,9 @@ interface Abortable {
 const envelope = <A>(abort: Abortable, work: Effect.Effect<A>): Effect.Effect<A> =>
   Effect.uninterruptibleMask((restore) => onOwnFiber(restore, abort, work))
 
-/** No user hook at any stage: the call's only suspension can be its body. */
+/** No user hook at any stage (a deadline-only wrapper runs natively): the call's only suspension can be its body. */
 const hookless = (view: Registry.RegistryView): boolean =>
-  view.preExecute.length === 0 && view.aroundExecute.length === 0 && view.postExecute.length === 0 &&
+  view.preExecute.length === 0 && plainDispatch(view.aroundExecute) && view.postExecute.length === 0 &&
   view.observers.length === 0
 
 const interruptedReason = () => new DOMException(INTERRUPTED_REASON, "AbortError")

@@ -92,6 +92,11 @@ export class Caller {
     return this.flagged || (this.input !== undefined && this.input.aborted)
   }
 
+  /** The abort's reason (`undefined` while not aborted), without making the signal. */
+  get abortReason(): unknown {
+    return this.flagged ? this.reason : this.input?.reason
+  }
+
   get signal(): AbortSignal {
     if (this.controller === undefined) {
       const controller = new AbortController()
@@ -205,6 +210,13 @@ class CallerCancellation implements BodyCancellation {
   }
   detach(): void {}
 }
+
+/**
+ * The caller's own cancellation as a body's.
+ *
+ * @internal
+ */
+export const callerCancellation = (caller: Caller): BodyCancellation => new CallerCancellation(caller)
 
 /**
  * BODY-2 over a {@link Caller}: when the wrapper kept the caller's signal the body shares the
