@@ -53,6 +53,7 @@ import * as state_ from "./internal/registryState.js"
 import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registryState.js"
 import * as codeMode from "../src/internal/codeMode.js"
 import { withCaptured } from "../src/internal/context.js"
+import { declareDeadline, deadlinePlanOf } from "../src/internal/deadline.js"
 
 /**
  * @since 0.1.0
@@ -377,7 +378,8 @@ export const make = (options?: MakeOptions): Effect.Effect<Service> =>
       Effect.flatMap(captureContext<R>(), (context) => {
         const wrapped: AroundHook<unknown> = (exec, next) =>
           withCaptured(context, (restore) => hook(exec, restore(next)))
-        return addHook(state.hooks.aroundExecute, wrapped, options)
+        const plan = deadlinePlanOf(hook)
+        return addHook(state.hooks.aroundExecute, plan === undefined ? wrapped : declareDeadline(wrapped, plan), options)
       })
 
     const onPostExecute = <E, R>(
