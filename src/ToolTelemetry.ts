@@ -56,7 +56,9 @@ export interface CallEnd {
 /**
  * One observed call. `stage` wraps a stage's work (it may fail or be interrupted; the probe ends
  * the stage either way); `end` is called exactly once, with the call's final result, after its
- * observers ran. A probe must not fail or throw: the runtime does not guard it.
+ * observers ran. A probe must not fail or throw (the runtime does not guard it), and it should
+ * not suspend: a hook-less call runs its stages on the calling fiber, where a probe that waits
+ * delays the caller's abort until it resumes.
  *
  * @since 0.1.0
  * @category models

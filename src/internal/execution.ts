@@ -45,6 +45,8 @@ export interface Runtime {
 export class State implements ToolRuntime.Execution {
   bodyInvoked = false
   concluded = false
+  /** A policy denied the call (pre-execute, approval or a guard): for telemetry. */
+  denied = false
   finished: Result | undefined = undefined
   probe: ToolTelemetry.CallProbe | undefined = undefined
   /**

@@ -238,7 +238,8 @@ export const finishIn = (state: State, candidate: Result): Effect.Effect<Result>
   if (state.finished !== undefined) return succeedNow(state.finished)
   const probe = state.probe
   if (probe === undefined) return finishNow(state, candidate)
-  return Effect.tap(probe.stage("finish", Effect.suspend(() => finishNow(state, candidate))), (result) => probe.end(result))
+  return Effect.tap(probe.stage("finish", Effect.suspend(() => finishNow(state, candidate))), (result) =>
+    probe.end(result, { denied: state.denied }))
 }
 
 const finishNow = (state: State, candidate: Result): Effect.Effect<Result> => {

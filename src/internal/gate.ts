@@ -224,7 +224,10 @@ const guardsThen = (state: State): Effect.Effect<ToolRuntime.Prepared> =>
 
 const afterGate = (state: State, outcome: Gate): ToolRuntime.Prepared => {
   if (outcome._tag === "Prepared") return outcome.prepared
-  if (outcome._tag === "Deny") return post(state, frozen(state.runtime, state.token, ToolResult.denial(outcome.reason)))
+  if (outcome._tag === "Deny") {
+    state.denied = true
+    return post(state, frozen(state.runtime, state.token, ToolResult.denial(outcome.reason)))
+  }
   if (state.caller.aborted) return post(state, ToolResult.abortedBeforeDispatch())
   return { _tag: "Dispatch", handle: state }
 }
@@ -232,6 +235,7 @@ const afterGate = (state: State, outcome: Gate): ToolRuntime.Prepared => {
 const decide = (state: State, decision: PreDecision): Effect.Effect<ToolRuntime.Prepared> => {
   switch (decision._tag) {
     case "Deny":
+      state.denied = true
       return succeedNow(
         post(state, frozen(state.runtime, state.token, ToolResult.denial(decision.reason, decision.info)))
       )

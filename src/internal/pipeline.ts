@@ -146,7 +146,7 @@ const finishDispatched = (state: State, dispatched: ToolRuntime.Dispatched): Eff
   dispatched._tag === "FinalResult" ? finishIn(state, dispatched.result) : finalizeIn(state, dispatched.result)
 
 /**
- * `execute`. A call whose agent has no hook at any stage (and no telemetry) runs on the calling
+ * `execute`. A call whose agent has no hook at any stage runs on the calling
  * fiber itself: its stages are synchronous, so the only wait is the body's, and that wait turns
  * the caller's interruption into the call's abort and goes on waiting (the body is always
  * awaited; the stages after it run to completion). Should hooks appear mid-call, the rest of the
@@ -158,7 +158,7 @@ const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller
       const created = create(runtime, input, pending)
       const state = handleOf(created)
       const registry = runtime.registry
-      if (runtime.telemetry !== undefined || !hookless(registry.unsafeView(state.agent))) {
+      if (!hookless(registry.unsafeView(state.agent))) {
         return onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
       }
       let inline = true
@@ -174,7 +174,7 @@ const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller
         state.guard = undefined
         return onOwnFiber(restore, pending, effect)
       }
-      return Effect.flatMap(gateCreated(created), (prepared) => {
+      return Effect.flatMap(gateObserved(runtime, input, created), (prepared) => {
         switch (prepared._tag) {
           case "FinalResult":
             return segment(finishIn(state, prepared.result))
