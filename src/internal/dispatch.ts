@@ -171,7 +171,7 @@ const bodyWith = (state: State, cancellation: BodyCancellation): Effect.Effect<R
     runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
     const ctx = makeRunContext(state, cancellation)
     const invoked = invokeBody(entry.definition, exec.arguments, ctx)
-    const exited = Exit.isExit(invoked)
+    const exited = runtime.fast && Exit.isExit(invoked)
     return (exited ? Effect.succeed(invoked) : runBody(state, withContext(invoked, entry.context), cancellation)).pipe(
       Effect.map((exit): Result => {
         cancellation.detach()
@@ -298,7 +298,7 @@ export const dispatchIn = (state: State): Effect.Effect<Dispatched> => {
   if (wrappers.length === 0) {
     return Effect.map(observed(state, "body", bareBody(state)), (raw) => afterDispatch(state, raw))
   }
-  const plan = deadlineOnly(wrappers)
+  const plan = state.runtime.fast ? deadlineOnly(wrappers) : undefined
   if (plan !== undefined) {
     const budget = plan.budget(state.agent, state.name)
     if (typeof budget === "object") {

@@ -39,6 +39,8 @@ export interface Runtime {
   readonly background: Set<Fiber.RuntimeFiber<unknown>>
   /** The telemetry captured at build; `undefined` makes no probe at all. */
   readonly telemetry: ToolTelemetry.Service | undefined
+  /** The fast paths (inline calls, native deadlines, Exit bodies); off only to test them against the general path. */
+  readonly fast: boolean
 }
 
 /** @internal */

@@ -158,7 +158,7 @@ const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller
       const created = create(runtime, input, pending)
       const state = handleOf(created)
       const registry = runtime.registry
-      if (!hookless(registry.unsafeView(state.agent))) {
+      if (!runtime.fast || !hookless(registry.unsafeView(state.agent))) {
         return onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
       }
       let inline = true
@@ -247,7 +247,21 @@ export const controlledExecute = new WeakMap<
 >()
 
 /** @internal */
-export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.gen(function*() {
+export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.suspend(() =>
+  makeWith({ fastPaths: true })
+)
+
+/**
+ * The runtime, with its fast paths on (`make`) or off: the general path alone, for the tests that
+ * compare the two.
+ *
+ * @internal
+ */
+export const makeWith = (options: { readonly fastPaths: boolean }): Effect.Effect<
+  ToolRuntime.Service,
+  never,
+  Registry.ToolRegistry
+> => Effect.gen(function*() {
   const registry = yield* Registry.ToolRegistry
   const approval = yield* Effect.serviceOption(Approval.Approval)
   const ids = yield* Effect.serviceOption(IdGenerator.IdGenerator)
@@ -259,7 +273,8 @@ export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegist
     marks: makeMarks(),
     running: new Map(),
     background: new Set(),
-    telemetry: Option.getOrUndefined(telemetry)
+    telemetry: Option.getOrUndefined(telemetry),
+    fast: options.fastPaths
   }
   const staged = <A>(handle: ToolRuntime.Execution, stage: (state: State) => Effect.Effect<A>) =>
     Effect.flatMap(stateOf(runtime, handle), (state) =>
