@@ -1,16 +1,20 @@
 /**
  * Runs every benchmark (`npm run bench`), or the ones named on the command line:
- * `npm run bench -- runtime scheduler`. Figures and ratios are measured in the same run; none
+ * `npm run bench -- runtime scheduler`; `npm run bench -- compare` runs the side-by-side comparison
+ * (only when named). Figures and ratios are measured in the same run; none
  * of this is asserted in the test suite.
  */
+import * as agentLoop from "./agentLoop.js"
 import * as codeMode from "./codeMode.js"
 import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
+import * as compare from "./compare.js"
 import * as json from "./json.js"
 import * as log from "./log.js"
 import * as registry from "./registry.js"
 import * as runtime from "./runtime.js"
 import * as scheduler from "./scheduler.js"
+import * as telemetry from "./telemetry.js"
 import * as validate from "./validate.js"
 
 const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
@@ -22,14 +26,19 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["log", log.run],
   ["codeSdk", codeSdk.run],
   ["codeRuntime", codeRuntime.run],
-  ["codeMode", codeMode.run]
+  ["codeMode", codeMode.run],
+  ["telemetry", telemetry.run],
+  ["agentLoop", agentLoop.run]
 ]
+
+/** Run only when named: the side-by-side comparison builds the package and takes minutes. */
+const onDemand: ReadonlyArray<readonly [string, () => Promise<void>]> = [["compare", compare.run]]
 
 const wanted = process.argv.slice(2)
 const main = async () => {
   console.log(`node ${process.version}, ${new Date().toISOString()}`)
-  for (const [name, run] of suites) {
-    if (wanted.length > 0 && !wanted.includes(name)) continue
+  for (const [name, run] of [...suites, ...onDemand]) {
+    if (wanted.length > 0 ? !wanted.includes(name) : onDemand.some(([demand]) => demand === name)) continue
     console.log(`\n=== ${name} ===`)
     await run()
   }
