@@ -273,6 +273,7 @@ const install = (
         Effect.suspend(() => {
           current().trace.push(["pre", signalSeen(exec.signal)])
           switch (s.pre) {
+            case "none":
             case "pass":
               return next
             case "deny":
@@ -306,6 +307,7 @@ const install = (
         Effect.suspend(() => {
           current().trace.push(["post", signalSeen(exec.signal), result])
           switch (s.post) {
+            case "none":
             case "pass":
               return next
             case "block":
