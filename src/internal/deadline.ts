@@ -50,7 +50,12 @@ export const declareDeadline = <E>(wrapper: AroundHook<E>, plan: DeadlinePlan): 
 export const deadlinePlanOf = (wrapper: unknown): DeadlinePlan | undefined =>
   typeof wrapper === "function" ? plans.get(wrapper) : undefined
 
-const liveClock = Context.get(DefaultServices.liveServices, Clock.Clock)
+/**
+ * The live clock: a host timer stands in for a sleep on it.
+ *
+ * @internal
+ */
+export const liveClock: Clock.Clock = Context.get(DefaultServices.liveServices, Clock.Clock)
 
 /**
  * Arms a timer calling `fire` after `timeoutMs`: a host timer when the clock is the live one,

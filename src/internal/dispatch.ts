@@ -36,7 +36,7 @@ import {
 import { interruptible, startNow } from "./fibers.js"
 import { createSuccess, type Outcome } from "./output.js"
 import { adoptReturned } from "./promise.js"
-import { armTimer, type DeadlinePlan, DeadlineCancellation, deadlinePlanOf } from "./deadline.js"
+import { armTimer, type DeadlinePlan, DeadlineCancellation, deadlinePlanOf, liveClock } from "./deadline.js"
 import { type BodyCancellation, callerCancellation, fuseCaller } from "./signals.js"
 import { waterfall } from "./waterfall.js"
 
@@ -149,47 +149,74 @@ const deadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Effe
       (cancelTimer) =>
         Effect.map(
           Effect.ensuring(bodyWith(state, cancellation), cancelTimer),
-          (result): unknown => cancellation.firedFirst !== undefined ? plan.timedOut(timeoutMs) : result
+          (result) => deadlineResult(plan, timeoutMs, cancellation, result)
         )
     )
   })
 
+const deadlineResult = (plan: DeadlinePlan, timeoutMs: number, cancellation: DeadlineCancellation, result: Result) =>
+  cancellation.firedFirst !== undefined ? plan.timedOut(timeoutMs) : result
+
+/** A body that was called and returned an Effect still to run. */
+class PendingBody {
+  constructor(
+    readonly entry: Registry.RegisteredTool,
+    readonly invokedBefore: boolean,
+    readonly cancellation: BodyCancellation,
+    readonly effect: Effect.Effect<unknown, unknown>
+  ) {}
+}
+
 const bodyWith = (state: State, cancellation: BodyCancellation): Effect.Effect<Result> => {
-    const { runtime, execution: exec } = state
-    const mark = (result: Result) => frozen(runtime, state.token, result)
-    if (cancellation.aborted()) {
-      cancellation.detach()
-      return Effect.succeed(mark(ToolResult.abortedBeforeDispatch()))
-    }
-    const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
-    if (entry === undefined) {
-      cancellation.detach()
-      return Effect.succeed(mark(failWith(new ToolNotFoundError({ toolName: state.name }))))
-    }
-    const invokedBefore = state.bodyInvoked
-    state.bodyInvoked = true
-    runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
-    const ctx = makeRunContext(state, cancellation)
-    const invoked = invokeBody(entry.definition, exec.arguments, ctx)
-    const exited = runtime.fast && Exit.isExit(invoked)
-    return (exited ? Effect.succeed(invoked) : runBody(state, withContext(invoked, entry.context), cancellation)).pipe(
-      Effect.map((exit): Result => {
-        cancellation.detach()
-        releaseParent(runtime, state.token)
-        if (Exit.isSuccess(exit)) {
-          const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
-          if (!success.ok) return mark(failWith(success.error))
-          return cancellation.aborted() ? mark(ToolResult.aborted()) : success.value
-        }
-        if (Cause.isInterruptedOnly(exit.cause)) {
-          return mark(
-            cancellation.aborted() ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
-          )
-        }
-        if (!invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
-        return mark(ToolResult.failure(detailOfCause(exit.cause)))
-      })
+  const now = bodyNow(state, cancellation)
+  return now instanceof PendingBody ? awaitPending(state, now) : Effect.succeed(now)
+}
+
+const awaitPending = (state: State, pending: PendingBody): Effect.Effect<Result> =>
+  Effect.map(runBody(state, pending.effect, pending.cancellation), (exit) => settleBody(state, pending, exit))
+
+/**
+ * The body's start: the result when it is known at once (not started, or a body that returned an
+ * `Exit`), else the body still to run.
+ */
+const bodyNow = (state: State, cancellation: BodyCancellation): Result | PendingBody => {
+  const { execution: exec, runtime } = state
+  if (cancellation.aborted()) {
+    cancellation.detach()
+    return frozen(runtime, state.token, ToolResult.abortedBeforeDispatch())
+  }
+  const entry = runtime.registry.unsafeView(state.agent).resolve(state.name, state.hasParent)
+  if (entry === undefined) {
+    cancellation.detach()
+    return frozen(runtime, state.token, failWith(new ToolNotFoundError({ toolName: state.name })))
+  }
+  const invokedBefore = state.bodyInvoked
+  state.bodyInvoked = true
+  runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
+  const ctx = makeRunContext(state, cancellation)
+  const invoked = invokeBody(entry.definition, exec.arguments, ctx)
+  const pending = new PendingBody(entry, invokedBefore, cancellation, withContext(invoked, entry.context))
+  return runtime.fast && Exit.isExit(invoked) ? settleBody(state, pending, invoked) : pending
+}
+
+const settleBody = (state: State, pending: PendingBody, exit: Exit.Exit<unknown, unknown>): Result => {
+  const { execution: exec, runtime } = state
+  const { cancellation, entry } = pending
+  const mark = (result: Result) => frozen(runtime, state.token, result)
+  cancellation.detach()
+  releaseParent(runtime, state.token)
+  if (Exit.isSuccess(exit)) {
+    const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
+    if (!success.ok) return mark(failWith(success.error))
+    return cancellation.aborted() ? mark(ToolResult.aborted()) : success.value
+  }
+  if (Cause.isInterruptedOnly(exit.cause)) {
+    return mark(
+      cancellation.aborted() ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
     )
+  }
+  if (!pending.invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
+  return mark(ToolResult.failure(detailOfCause(exit.cause)))
 }
 
 type Dispatched = ToolRuntime.Dispatched
@@ -291,6 +318,40 @@ const deadlineOnly = (wrappers: ReadonlyArray<unknown>): DeadlinePlan | undefine
  */
 export const plainDispatch = (wrappers: ReadonlyArray<unknown>): boolean =>
   wrappers.length === 0 || (wrappers.length === 1 && deadlinePlanOf(wrappers[0]) !== undefined)
+
+/**
+ * The dispatch stage started synchronously, for a call on the inline path with no probe: the
+ * outcome at once when the body returned an `Exit` (or never started), else the Effect that
+ * awaits the started body. `undefined` when the stage cannot start without an Effect (wrappers
+ * to run, or a deadline on a clock other than the live one): nothing was done.
+ *
+ * @internal
+ */
+export const dispatchSync = (state: State, clock: unknown): Dispatched | Effect.Effect<Dispatched> | undefined => {
+  const wrappers = state.runtime.registry.unsafeView(state.agent).aroundExecute
+  const plan = wrappers.length === 0 ? undefined : deadlineOnly(wrappers)
+  if (wrappers.length > 0 && (plan === undefined || clock !== liveClock)) return undefined
+  const budget = plan === undefined ? undefined : plan.budget(state.agent, state.name)
+  if (typeof budget === "object") return finalDispatched(withDeferred(state, ToolResult.failure(detailOfCause(budget.failure))))
+  if (budget === undefined) {
+    const now = bodyNow(state, callerCancellation(state.caller))
+    return now instanceof PendingBody
+      ? Effect.map(awaitPending(state, now), (raw) => afterDispatch(state, raw))
+      : afterDispatch(state, now)
+  }
+  const deadline = plan!
+  const cancellation = new DeadlineCancellation(state.caller)
+  const handle = setTimeout(() => cancellation.fire(deadline.reason(budget)), budget)
+  const now = bodyNow(state, cancellation)
+  if (!(now instanceof PendingBody)) {
+    clearTimeout(handle)
+    return afterDispatch(state, deadlineResult(deadline, budget, cancellation, now))
+  }
+  return Effect.map(
+    Effect.ensuring(awaitPending(state, now), Effect.sync(() => clearTimeout(handle))),
+    (raw) => afterDispatch(state, deadlineResult(deadline, budget, cancellation, raw))
+  )
+}
 
 /** @internal */
 export const dispatchIn = (state: State): Effect.Effect<Dispatched> => {

@@ -244,6 +244,18 @@ export const finishIn = (state: State, candidate: Result): Effect.Effect<Result>
 
 const finishNow = (state: State, candidate: Result): Effect.Effect<Result> => {
   if (state.finished !== undefined) return succeedNow(state.finished)
+  const result = settleFinish(state, candidate)
+  const observers = state.runtime.registry.unsafeView(state.agent).observers
+  if (observers.length === 0) return succeedNow(result)
+  const execution = state.execution
+  return Effect.as(
+    Effect.forEach(observers, (observer) => notifyObserver(execution, result, observer), { discard: true }),
+    result
+  )
+}
+
+/** FIN-1…3: materialize, then the finalizer once; the call is finished. */
+const settleFinish = (state: State, candidate: Result): Result => {
   let result = materialized(state, candidate)
   const finalizer = state.finalizer
   if (finalizer !== undefined) {
@@ -256,11 +268,25 @@ const finishNow = (state: State, candidate: Result): Effect.Effect<Result> => {
   }
   state.finished = result
   state.caller.detach()
-  const observers = state.runtime.registry.unsafeView(state.agent).observers
-  if (observers.length === 0) return succeedNow(result)
-  const execution = state.execution
-  return Effect.as(
-    Effect.forEach(observers, (observer) => notifyObserver(execution, result, observer), { discard: true }),
-    result
-  )
+  return result
+}
+
+/**
+ * Post-execute (when `post`) and finishing, synchronously, for a call with nothing of its own to
+ * run there: no post-execute hook, no observer, no probe. `undefined` when there is (nothing was
+ * done; the caller runs `finalizeIn` / `finishIn`).
+ *
+ * @internal
+ */
+export const finishSync = (state: State, candidate: Result, post: boolean): Result | undefined => {
+  if (state.finished !== undefined) return state.finished
+  const view = state.runtime.registry.unsafeView(state.agent)
+  if (state.probe !== undefined || view.observers.length > 0 || (post && view.postExecute.length > 0)) {
+    return undefined
+  }
+  if (!post) return settleFinish(state, candidate)
+  const projected = project(state, candidate)
+  if (!projected.ok) return settleFinish(state, withDeferred(state, failWith(projected.error)))
+  const outcome = projected.value
+  return settleFinish(state, state.caller.aborted && !outcome.isError ? cancelled(state, outcome) : outcome)
 }

@@ -251,6 +251,13 @@ const decide = (state: State, decision: PreDecision): Effect.Effect<ToolRuntime.
   }
 }
 
+/**
+ * The gate of a call with no pre-execute hook and no probe: guards only, synchronously.
+ *
+ * @internal
+ */
+export const gateSync = (state: State): ToolRuntime.Prepared => afterGate(state, runGuards(state))
+
 /** @internal */
 export const gate = (state: State): Effect.Effect<ToolRuntime.Prepared> => {
   const hooks = state.runtime.registry.unsafeView(state.agent).preExecute

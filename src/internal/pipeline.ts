@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -20,10 +21,10 @@ import * as Registry from "../ToolRegistry.js"
 import type { ErrorDetail } from "../ToolError.js"
 import type * as ToolRuntime from "../ToolRuntime.js"
 import * as ToolTelemetry from "../ToolTelemetry.js"
-import { dispatchIn, plainDispatch } from "./dispatch.js"
+import { dispatchIn, dispatchSync, plainDispatch } from "./dispatch.js"
 import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
-import { finalizeIn, finishIn } from "./finish.js"
-import { gate } from "./gate.js"
+import { finalizeIn, finishIn, finishSync } from "./finish.js"
+import { gate, gateSync } from "./gate.js"
 import { awaitExit, startNow } from "./fibers.js"
 import { makeMarks } from "./output.js"
 import type { Caller } from "./signals.js"
@@ -146,49 +147,73 @@ const finishDispatched = (state: State, dispatched: ToolRuntime.Dispatched): Eff
   dispatched._tag === "FinalResult" ? finishIn(state, dispatched.result) : finalizeIn(state, dispatched.result)
 
 /**
- * `execute`. A call whose agent has no hook at any stage runs on the calling
- * fiber itself: its stages are synchronous, so the only wait is the body's, and that wait turns
- * the caller's interruption into the call's abort and goes on waiting (the body is always
- * awaited; the stages after it run to completion). Should hooks appear mid-call, the rest of the
- * call moves onto its own fiber. Every other call runs on its own fiber from the start.
+ * `execute`. A call whose agent has no hook at any stage runs on the calling fiber itself: its
+ * stages are synchronous, so without telemetry a body that returns an `Exit` makes the whole call
+ * one synchronous step. Otherwise the only wait is the body's, and that wait turns the caller's
+ * interruption into the call's abort and goes on waiting (the body is always awaited; the stages
+ * after it run to completion). Should hooks appear mid-call, the rest of the call moves onto its
+ * own fiber. Every other call runs on its own fiber from the start.
  */
 const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller): Effect.Effect<Result> =>
-  Effect.uninterruptibleMask((restore) =>
-    Effect.suspend(() => {
-      const created = create(runtime, input, pending)
-      const state = handleOf(created)
-      const registry = runtime.registry
-      if (!runtime.fast || !hookless(registry.unsafeView(state.agent))) {
-        return onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
+  Effect.withFiberRuntime((fiber) => {
+    const created = create(runtime, input, pending)
+    const state = handleOf(created)
+    if (!runtime.fast || !hookless(runtime.registry.unsafeView(state.agent))) {
+      return Effect.uninterruptibleMask((restore) =>
+        onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
+      )
+    }
+    if (runtime.telemetry !== undefined) return inline(state, pending, gateObserved(runtime, input, created))
+    const prepared = created instanceof State ? gateSync(created) : created
+    if (prepared._tag !== "Dispatch") {
+      const done = finishSync(state, prepared.result, prepared._tag === "PostResult")
+      return done === undefined ? inline(state, pending, Effect.succeed(prepared)) : Effect.succeed(done)
+    }
+    const started = dispatchSync(state, fiber.currentDefaultServices.unsafeMap.get(Clock.Clock.key))
+    if (started === undefined) return inline(state, pending, Effect.succeed(prepared))
+    if (Effect.isEffect(started)) return inline(state, pending, started)
+    const done = finishSync(state, started.result, started._tag === "PostResult")
+    return done === undefined ? inline(state, pending, Effect.succeed(started)) : Effect.succeed(done)
+  })
+
+/**
+ * The rest of an inline call from `step` (a prepared call, or a dispatch outcome), on the calling
+ * fiber: its body wait guarded, any stage that gained hooks moved onto the call's own fiber.
+ */
+const inline = (
+  state: State,
+  pending: PendingCaller,
+  step: Effect.Effect<ToolRuntime.Prepared | ToolRuntime.Dispatched>
+): Effect.Effect<Result> =>
+  Effect.uninterruptibleMask((restore) => {
+    const registry = state.runtime.registry
+    let inlined = true
+    state.guard = (wait) =>
+      Effect.flatMap(Effect.exit(restore(wait)), (exit) =>
+        Exit.isSuccess(exit) ? Effect.succeed(exit.value) : Effect.suspend(() => {
+          pending.abort()
+          return wait
+        }))
+    const segment = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
+      if (inlined && hookless(registry.unsafeView(state.agent))) return effect
+      inlined = false
+      state.guard = undefined
+      return onOwnFiber(restore, pending, effect)
+    }
+    return Effect.flatMap(step, (outcome) => {
+      switch (outcome._tag) {
+        case "FinalResult":
+          return segment(Effect.suspend(() => finishIn(state, outcome.result)))
+        case "PostResult":
+          return segment(Effect.suspend(() => finalizeIn(state, outcome.result)))
+        case "Dispatch":
+          return Effect.flatMap(
+            segment(Effect.suspend(() => dispatchIn(state))),
+            (dispatched) => segment(Effect.suspend(() => finishDispatched(state, dispatched)))
+          )
       }
-      let inline = true
-      state.guard = (wait) =>
-        Effect.flatMap(Effect.exit(restore(wait)), (exit) =>
-          Exit.isSuccess(exit) ? Effect.succeed(exit.value) : Effect.suspend(() => {
-            pending.abort()
-            return wait
-          }))
-      const segment = <A>(effect: Effect.Effect<A>): Effect.Effect<A> => {
-        if (inline && hookless(registry.unsafeView(state.agent))) return effect
-        inline = false
-        state.guard = undefined
-        return onOwnFiber(restore, pending, effect)
-      }
-      return Effect.flatMap(gateObserved(runtime, input, created), (prepared) => {
-        switch (prepared._tag) {
-          case "FinalResult":
-            return segment(finishIn(state, prepared.result))
-          case "PostResult":
-            return segment(finalizeIn(state, prepared.result))
-          case "Dispatch":
-            return Effect.flatMap(
-              segment(dispatchIn(state)),
-              (dispatched) => segment(Effect.suspend(() => finishDispatched(state, dispatched)))
-            )
-        }
-      })
     })
-  )
+  })
 
 const stateOf = (runtime: Runtime, handle: ToolRuntime.Execution): Effect.Effect<State> =>
   handle instanceof State && handle.runtime === runtime
