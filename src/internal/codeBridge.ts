@@ -202,12 +202,11 @@ class CodeRun extends Lane {
     controller: AbortController,
     runtime: ToolRuntime.Service,
     registry: RegistryService,
-    semaphore: Effect.Semaphore,
     readonly ctx: RunContext,
     readonly outer: Outer,
     readonly log: ToolCallLog.Service | undefined
   ) {
-    super(maxParallel, controller, runtime, registry, semaphore, undefined)
+    super(maxParallel, controller, runtime, registry, undefined)
     this.appender = log === undefined ? undefined : new Appender(this, log)
   }
 
@@ -489,13 +488,11 @@ export const runProgram = (
       : Option.getOrUndefined(yield* Effect.serviceOption(ToolCallLog.ToolCallLog))
     const controller = new AbortController()
     setMaxListeners(0, controller.signal)
-    const semaphore = yield* Effect.makeSemaphore(options.maxParallelSubCalls)
     const run = new CodeRun(
       options.maxParallelSubCalls,
       controller,
       nested.staged,
       nested.registry,
-      semaphore,
       ctx,
       outer,
       log

@@ -1,7 +1,7 @@
 /**
  * The ordered concurrent scheduler (spec §16): one driver fiber owns the ordered lane
  * (classification, `tool/call`, prepare, finalize/finish, `tool/result`, commit) in model order;
- * only `dispatch` overlaps, in fibers owned by the lane and bounded by a semaphore. The same lane
+ * only `dispatch` overlaps, on fibers owned by the lane, bounded by the driver's own count. The same lane
  * drives a `run_code` program's sub-calls (PTC-9), whose entries arrive while it runs.
  *
  * Everything the caller hands in (the calls array, each call, the options, `onCommit` and what it
@@ -18,8 +18,12 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import type * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import type { UserMessage } from "../Content.js"
 import type { AgentId, ExecuteInput } from "../Execution.js"
@@ -34,6 +38,7 @@ import * as ToolResult from "../ToolResult.js"
 import { ToolRuntime } from "../ToolRuntime.js"
 import { ToolTelemetry } from "../ToolTelemetry.js"
 import { parseArguments } from "./arguments.js"
+import { interruptible } from "./fibers.js"
 import { queuedAt, stagedOf } from "./pipeline.js"
 import { isAbortSignal } from "./signals.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
@@ -275,8 +280,8 @@ const readOutcome = (
  * against the live registry right before it starts; parallel-safe entries form a rolling pool
  * of at most `maxParallel` dispatches; an exclusive entry starts only when everything before it
  * committed and bars later starts until its own commit finished; results commit strictly in
- * entry order. Only the driver fiber touches the state; dispatch fibers only push to `settled`,
- * wake the driver and release their permit.
+ * entry order. Only the driver fiber touches the state (its pool count included); a dispatch
+ * only pushes its settlement to `settled` and wakes the driver.
  *
  * A batch (a model message) is closed: every entry is known before it runs. A `run_code` program
  * is open: entries arrive (`wakeUp`) while the lane runs, and it idles until the next one, a
@@ -295,7 +300,16 @@ export abstract class Lane {
   cursor = 0
   inFlight = 0
   failure: Failure | undefined = undefined
-  fibers: FiberSet.FiberSet<void> | undefined = undefined
+  fibers: FiberSet.FiberSet<ToolRuntimeNs.Dispatched> | undefined = undefined
+  /** The runtime dispatches start on: the driver's context and refs, interruptible. */
+  dispatcher: Runtime.Runtime<never> | undefined = undefined
+  driverId: FiberId.FiberId = FiberId.none
+  scheduler: Scheduler.Scheduler | undefined = undefined
+  priority = 0
+  /** Dispatches waiting for the scheduled start task (`flushing`: it is scheduled). */
+  queued: Array<readonly [number, ToolRuntimeNs.Execution]> = []
+  flushing = false
+  readonly flush = (): void => flushDispatches(this)
   /** Settlements not yet absorbed by the driver, in settlement order. */
   settled: Array<Settlement> = []
   /** The driver's wake-up while it waits. */
@@ -306,7 +320,6 @@ export abstract class Lane {
     readonly controller: AbortController,
     readonly runtime: ToolRuntimeNs.Service,
     readonly registry: RegistryService,
-    readonly semaphore: Effect.Semaphore,
     readonly probe: Probe | undefined
   ) {
     this.signal = controller.signal
@@ -401,13 +414,6 @@ const absorbAll = (l: Lane): void => {
 const guarded = (l: Lane, effect: Effect.Effect<void>): Effect.Effect<void> =>
   Effect.catchAllCause(effect, (cause) => Effect.sync(() => l.fail({ _tag: "Defect", cause })))
 
-/** Called by a dispatch fiber: hand the settlement to the driver and wake it if it waits. */
-const settle = (l: Lane, settlement: Settlement): Effect.Effect<void> =>
-  Effect.sync(() => {
-    l.settled.push(settlement)
-    l.wakeUp()
-  })
-
 /**
  * Blocks the driver unless `ready()` already holds; the check and the installation of the
  * wake-up are one synchronous step, so no wake-up can be missed.
@@ -469,26 +475,39 @@ export const appendOrFail = (
   )
 
 /** commit(i): finalize / finish, the durable record, then the lane's own hand-over. */
-const commit = Effect.fnUntraced(function*(l: Lane, index: number) {
+const commit = (l: Lane, index: number): Effect.Effect<void> => {
   const ready = l.ready[index]!
   l.ready[index] = undefined
   const handle = ready.handle
-  const result = handle === undefined ? ready.result : yield* Effect.suspend(() =>
-    ready.final ? l.runtime.finish(handle, ready.result) : l.runtime.finalize(handle, ready.result)
-  ).pipe(Effect.catchAllCause(stagedFailure(l)))
-  if (result === undefined) return
-  if (!(yield* l.record(index, result))) return
-  l.cursor = index + 1
-  yield* l.committed(index, result, handle === undefined)
-})
+  if (handle === undefined) return recordAndHand(l, index, ready.result, true)
+  return Effect.flatMap(
+    Effect.suspend(() =>
+      ready.final ? l.runtime.finish(handle, ready.result) : l.runtime.finalize(handle, ready.result)
+    ).pipe(Effect.catchAllCause(stagedFailure(l))),
+    (result) => result === undefined ? Effect.void : recordAndHand(l, index, result, false)
+  )
+}
+
+const recordAndHand = (
+  l: Lane,
+  index: number,
+  result: ToolResult.ToolResult,
+  synthetic: boolean
+): Effect.Effect<void> =>
+  Effect.flatMap(l.record(index, result), (ok) => {
+    if (!ok) return Effect.void
+    l.cursor = index + 1
+    return l.committed(index, result, synthetic)
+  })
 
 const committable = (l: Lane): boolean =>
   (l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.ready[l.cursor] !== undefined
 
 /** Commits the longest ready prefix (after a failure only where the lane allows it). */
-const commitReady = Effect.fnUntraced(function*(l: Lane) {
-  while (committable(l)) yield* commit(l, l.cursor)
-})
+const commitReady = (l: Lane): Effect.Effect<void> =>
+  Effect.suspend(function loop(): Effect.Effect<void> {
+    return committable(l) ? Effect.flatMap(commit(l, l.cursor), loop) : Effect.void
+  })
 
 /** Absorbs every settlement, then commits the longest ready prefix. */
 const pump = (l: Lane): Effect.Effect<void> =>
@@ -497,93 +516,124 @@ const pump = (l: Lane): Effect.Effect<void> =>
     return committable(l) ? commitReady(l) : Effect.void
   })
 
-const dispatchFiber = (l: Lane, index: number, handle: ToolRuntimeNs.Execution): Effect.Effect<void> =>
-  Effect.interruptible(Effect.suspend(() => l.runtime.dispatch(handle))).pipe(
-    Effect.exit,
-    Effect.flatMap((exit) => settle(l, { index, exit })),
-    Effect.ensuring(l.semaphore.release(1)),
-    Effect.asVoid
-  )
+/**
+ * Starts entry i's dispatch on its own fiber, synchronously. A dispatch that completes without
+ * suspending settles at once (no set membership, no observer); one that suspends joins the
+ * lane's fiber set (interrupted and awaited should the driver die) and settles when it ends,
+ * waking the driver.
+ */
+const dispatchNow = (l: Lane, index: number, handle: ToolRuntimeNs.Execution): void => {
+  const fiber = Runtime.runFork(l.dispatcher!, Effect.suspend(() => l.runtime.dispatch(handle)))
+  const exit = fiber.unsafePoll()
+  if (exit !== null) {
+    l.settled.push({ index, exit })
+    l.wakeUp()
+    return
+  }
+  FiberSet.unsafeAdd(l.fibers!, fiber, { interruptAs: l.driverId })
+  fiber.addObserver((exit) => {
+    l.settled.push({ index, exit })
+    l.wakeUp()
+  })
+}
+
+/** Starts every queued dispatch, in start order. */
+const flushDispatches = (l: Lane): void => {
+  l.flushing = false
+  const queued = l.queued
+  if (queued.length === 0) return
+  l.queued = []
+  for (const [index, handle] of queued) dispatchNow(l, index, handle)
+}
 
 /**
- * start(i), with a pool permit held: `begin` (a durable start record), prepare, then dispatch
- * into the pool or fill the slot. `false` (permit returned, nothing done) when the lane had
- * stopped before i could start. A failure seen at any later point (after the record, after
- * prepare) starts nothing more: no prepare, no dispatch (SCHED-10).
+ * Queues entry i's dispatch. Like a fork, the queued dispatches start on the driver's scheduler
+ * once the driver yields, but all of them in one scheduled task.
  */
-const start = Effect.fnUntraced(function*(l: Lane, index: number, exclusive = false) {
-  if (l.stopped()) {
-    yield* l.semaphore.release(1)
-    return false
-  }
-  l.next = index + 1
-  const begun = yield* l.begin(index)
-  if (begun === "failed" || l.failed()) {
-    yield* l.semaphore.release(1)
-    return true
-  }
-  if (begun === "filled") {
-    yield* l.semaphore.release(1)
-    yield* pump(l)
-    return true
-  }
-  const prepared = yield* Effect.suspend(() => l.runtime.prepare(l.input(index))).pipe(
-    Effect.catchAllCause(stagedFailure(l))
-  )
+const dispatchLater = (l: Lane, index: number, handle: ToolRuntimeNs.Execution): void => {
+  l.queued.push([index, handle])
+  if (l.flushing) return
+  l.flushing = true
+  l.scheduler!.scheduleTask(l.flush, l.priority)
+}
+
+const STARTED: Effect.Effect<boolean> = Effect.succeed(true)
+const NOT_STARTED: Effect.Effect<boolean> = Effect.succeed(false)
+
+/**
+ * start(i), with a pool place free: `begin` (a durable start record), prepare, then dispatch
+ * into the pool or fill the slot. `false` (nothing done) when the lane had stopped before i
+ * could start. A failure seen at any later point (after the record, after prepare) starts
+ * nothing more: no prepare, no dispatch (SCHED-10).
+ */
+const start = (l: Lane, index: number, exclusive = false): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    if (l.stopped()) return NOT_STARTED
+    l.next = index + 1
+    return Effect.flatMap(l.begin(index), (begun) => {
+      if (begun === "failed" || l.failed()) return STARTED
+      if (begun === "filled") return Effect.as(pump(l), true)
+      return Effect.flatMap(
+        Effect.suspend(() => l.runtime.prepare(l.input(index))).pipe(Effect.catchAllCause(stagedFailure(l))),
+        (prepared) => afterPrepare(l, index, exclusive, prepared)
+      )
+    })
+  })
+
+const afterPrepare = (
+  l: Lane,
+  index: number,
+  exclusive: boolean,
+  prepared: ToolRuntimeNs.Prepared | undefined
+): Effect.Effect<boolean> => {
   const outcome = prepared === undefined ? undefined : readOutcome(prepared)
   if (prepared !== undefined && outcome === undefined) l.fail({ _tag: "Defect", cause: malformedOutcome("prepare") })
-  if (outcome === undefined || l.failed()) {
-    yield* l.semaphore.release(1)
-    return true
-  }
+  if (outcome === undefined || l.failed()) return STARTED
   const handle = outcome.handle as ToolRuntimeNs.Execution
   if (outcome.tag === "Dispatch" && exclusive && l.inlineExclusive) {
-    const exit = yield* Effect.exit(Effect.suspend(() => l.runtime.dispatch(handle)))
-    l.inFlight++
-    l.handles.set(index, handle)
-    l.absorb({ index, exit })
-    yield* l.semaphore.release(1)
-  } else if (outcome.tag === "Dispatch") {
+    return Effect.flatMap(Effect.exit(Effect.suspend(() => l.runtime.dispatch(handle))), (exit) => {
+      l.inFlight++
+      l.handles.set(index, handle)
+      l.absorb({ index, exit })
+      return Effect.as(pump(l), true)
+    })
+  }
+  if (outcome.tag === "Dispatch") {
     l.inFlight++
     l.running.add(index)
     l.handles.set(index, handle)
-    yield* FiberSet.run(l.fibers!, dispatchFiber(l, index, handle))
+    dispatchLater(l, index, handle)
   } else {
     l.ready[index] = { final: outcome.tag === "FinalResult", handle, result: outcome.result as ToolResult.ToolResult }
-    yield* l.semaphore.release(1)
   }
-  yield* pump(l)
-  return true
-})
+  return Effect.as(pump(l), true)
+}
 
-/** Takes a pool permit, waiting (and committing) while the pool is full. */
-const acquire = Effect.fnUntraced(function*(l: Lane) {
-  yield* pump(l)
-  if (l.inFlight >= l.maxParallel && l.probe !== undefined) yield* l.probe.onWait([...l.running])
-  yield* l.semaphore.take(1)
-  yield* pump(l)
-})
+/** Waits (and commits) while the pool is full: the driver counts its places itself. */
+const acquire = (l: Lane): Effect.Effect<void> =>
+  Effect.flatMap(pump(l), function loop(): Effect.Effect<void> {
+    if (l.inFlight < l.maxParallel) return Effect.void
+    return Effect.flatMap(waitSettlement(l), () => Effect.flatMap(pump(l), loop))
+  })
 
 /** Group barrier: every started entry committed (or, after a failure, nothing left to commit). */
-const awaitCommitted = Effect.fnUntraced(function*(l: Lane) {
-  yield* pump(l)
-  while ((l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.inFlight > 0) {
-    yield* waitSettlement(l)
-    yield* pump(l)
-  }
-})
+const awaitCommitted = (l: Lane): Effect.Effect<void> =>
+  Effect.flatMap(pump(l), function loop(): Effect.Effect<void> {
+    if ((l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.inFlight > 0) {
+      return Effect.flatMap(waitSettlement(l), () => Effect.flatMap(pump(l), loop))
+    }
+    return Effect.void
+  })
 
 /**
  * Drain: await every in-flight dispatch, committing in order unless the lane failed. A defect of
  * a commit step is recorded and the wait goes on: no dispatch is left behind.
  */
-const drain = Effect.fnUntraced(function*(l: Lane) {
-  yield* guarded(l, pump(l))
-  while (l.inFlight > 0) {
-    yield* waitSettlement(l)
-    yield* guarded(l, pump(l))
-  }
-})
+const drain = (l: Lane): Effect.Effect<void> =>
+  Effect.flatMap(guarded(l, pump(l)), function loop(): Effect.Effect<void> {
+    if (l.inFlight === 0) return Effect.void
+    return Effect.flatMap(waitSettlement(l), () => Effect.flatMap(guarded(l, pump(l)), loop))
+  })
 
 const classifyAt = (l: Lane, index: number): Effect.Effect<ExecutionMode> =>
   Effect.suspend(() => l.classify(index)).pipe(Effect.catchAllCause(() => exclusive))
@@ -593,38 +643,36 @@ const classifyAt = (l: Lane, index: number): Effect.Effect<ExecutionMode> =>
  * checks `stopped()` (which absorbs pending settlements first) right before the entry starts.
  * An open lane with nothing to start waits for the next entry, inside the current group.
  */
-const schedule = Effect.fnUntraced(function*(l: Lane) {
-  main: while (l.next < l.size() || !l.closed()) {
-    yield* awaitCommitted(l)
-    if (l.stopped()) break
-    if (l.next >= l.size()) {
-      yield* waitWork(l)
-      continue
-    }
-    const mode = yield* classifyAt(l, l.next)
-    yield* l.semaphore.take(1)
-    if (!(yield* start(l, l.next, mode !== "parallel"))) break
-    if (mode !== "parallel") continue
-    while (l.next < l.size() || !l.closed()) {
-      if (l.next >= l.size()) {
-        yield* waitWork(l)
-        yield* pump(l)
-        if (l.stopped()) break main
-        continue
-      }
-      yield* acquire(l)
-      if (l.stopped()) {
-        yield* l.semaphore.release(1)
-        break main
-      }
-      if ((yield* classifyAt(l, l.next)) !== "parallel") {
-        yield* l.semaphore.release(1)
-        break
-      }
-      if (!(yield* start(l, l.next))) break main
-    }
+const schedule = (l: Lane): Effect.Effect<void> => {
+  const more = () => l.next < l.size() || !l.closed()
+  const group = (): Effect.Effect<void> => {
+    if (!more()) return Effect.void
+    return Effect.flatMap(awaitCommitted(l), () => {
+      if (l.stopped()) return Effect.void
+      if (l.next >= l.size()) return Effect.flatMap(waitWork(l), group)
+      return Effect.flatMap(classifyAt(l, l.next), (mode) =>
+        Effect.flatMap(start(l, l.next, mode !== "parallel"), (started) => {
+          if (!started) return Effect.void
+          return mode !== "parallel" ? group() : pool()
+        }))
+    })
   }
-})
+  /** The rest of a parallel group; back to `group` at the first entry that is not parallel. */
+  const pool = (): Effect.Effect<void> => {
+    if (!more()) return group()
+    if (l.next >= l.size()) {
+      return Effect.flatMap(waitWork(l), () => Effect.flatMap(pump(l), () => l.stopped() ? Effect.void : pool()))
+    }
+    return Effect.flatMap(acquire(l), () => {
+      if (l.stopped()) return Effect.void
+      return Effect.flatMap(classifyAt(l, l.next), (mode) => {
+        if (mode !== "parallel") return group()
+        return Effect.flatMap(start(l, l.next), (started) => started ? pool() : Effect.void)
+      })
+    })
+  }
+  return Effect.suspend(group)
+}
 
 /**
  * The driver of a lane: schedule, drain, then the lane's `finish` (SCHED-9/10, PTC-14/15). Needs
@@ -633,13 +681,25 @@ const schedule = Effect.fnUntraced(function*(l: Lane) {
  * @internal
  */
 export const driveLane = Effect.fnUntraced(function*(l: Lane) {
-  const fibers = yield* FiberSet.make<void>()
+  const fibers = yield* FiberSet.make<ToolRuntimeNs.Dispatched>()
   l.fibers = fibers
+  yield* Effect.withFiberRuntime<void>((driver, status) => {
+    l.driverId = driver.id()
+    l.scheduler = driver.currentScheduler
+    l.priority = driver.getFiberRef(FiberRef.currentSchedulingPriority)
+    l.dispatcher = Runtime.make({
+      context: driver.currentContext,
+      fiberRefs: driver.getFiberRefs(),
+      runtimeFlags: interruptible(status.runtimeFlags)
+    })
+    return Effect.void
+  })
   // Runs before the FiberSet's own finalizer: should the driver ever die with dispatches still in
   // flight, they see the lane's signal abort before they are interrupted and awaited.
   yield* Effect.addFinalizer(() =>
     Effect.sync(() => {
       if (l.inFlight > 0 || l.settled.length > 0) l.controller.abort(l.deathReason())
+      flushDispatches(l)
     })
   )
   yield* guarded(l, schedule(l))
@@ -685,10 +745,9 @@ class Batch extends Lane {
     runtime: ToolRuntimeNs.Service,
     registry: RegistryService,
     readonly log: ToolCallLog.Service,
-    semaphore: Effect.Semaphore,
     probe: Probe | undefined
   ) {
-    super(maxParallel, controller, runtime, registry, semaphore, probe)
+    super(maxParallel, controller, runtime, registry, probe)
     this.n = calls.length
     this.args = new Array(this.n)
     this.parsed = new Array(this.n).fill(false)
@@ -909,7 +968,6 @@ export const runBatch = (
           setMaxListeners(0, controller.signal) // every in-flight call of the batch listens to it
           const unlink = linkSignal(settings.signal, controller)
           return Effect.gen(function*() {
-            const semaphore = yield* Effect.makeSemaphore(cap)
             const batch = new Batch(
               items,
               batchId,
@@ -921,7 +979,6 @@ export const runBatch = (
               stagedOf(Context.get(context, ToolRuntime)),
               Context.get(context, ToolRegistry),
               Context.get(context, ToolCallLog.ToolCallLog),
-              semaphore,
               probe
             )
             batch.queuedSince = queuedSince
