@@ -116,10 +116,8 @@ const isArgsFailure = (cause: Cause.Cause<unknown>): boolean => {
   }
 }
 
-const releaseParent = (runtime: Runtime, token: symbol) => {
-  const left = (runtime.running.get(token) ?? 1) - 1
-  if (left === 0) runtime.running.delete(token)
-  else runtime.running.set(token, left)
+const releaseParent = (runtime: Runtime, state: State) => {
+  if (--state.runningBodies === 0) runtime.running.delete(state)
 }
 
 /** The body under the around-dispatch wrappers: its cancellation is the caller's fused with the installed signal. */
@@ -192,7 +190,7 @@ const bodyNow = (state: State, cancellation: BodyCancellation): Result | Pending
   }
   const invokedBefore = state.bodyInvoked
   state.bodyInvoked = true
-  runtime.running.set(state.token, (runtime.running.get(state.token) ?? 0) + 1)
+  if (state.runningBodies++ === 0) runtime.running.add(state)
   const ctx = makeRunContext(state, cancellation)
   const invoked = invokeBody(entry.definition, exec.arguments, ctx)
   const pending = new PendingBody(entry, invokedBefore, cancellation, withContext(invoked, entry.context))
@@ -204,7 +202,7 @@ const settleBody = (state: State, pending: PendingBody, exit: Exit.Exit<unknown,
   const { cancellation, entry } = pending
   const mark = (result: Result) => frozen(runtime, state.token, result)
   cancellation.detach()
-  releaseParent(runtime, state.token)
+  releaseParent(runtime, state)
   if (Exit.isSuccess(exit)) {
     const success = createSuccess(entry, exec, exit.value, state.concluded, runtime.marks)
     if (!success.ok) return mark(failWith(success.error))

@@ -33,8 +33,12 @@ export interface Runtime {
   readonly approval: Approval.Service | undefined
   readonly ids: IdGenerator.Service
   readonly marks: CanonicalMarks
-  /** Tokens of executions whose body is running, for parent verification (D-5). */
-  readonly running: Map<symbol, number>
+  /**
+   * Executions whose body is running, for parent verification (D-5). Keyed by the execution
+   * (an object key hashes far cheaper than a symbol); a parent token is looked up by a scan,
+   * which only a nested call pays.
+   */
+  readonly running: Set<State>
   /** Approval fibers still running after their call stopped waiting for them (APPR-5, D-14). */
   readonly background: Set<Fiber.RuntimeFiber<unknown>>
   /** The telemetry captured at build; `undefined` makes no probe at all. */
@@ -47,6 +51,8 @@ export interface Runtime {
 export class State implements ToolRuntime.Execution {
   bodyInvoked = false
   concluded = false
+  /** How many dispatches of this execution have a body running. */
+  runningBodies = 0
   /** A policy denied the call (pre-execute, approval or a guard): for telemetry. */
   denied = false
   finished: Result | undefined = undefined
@@ -428,6 +434,12 @@ export const create = (
   return createChecked(runtime, input, caller, token, identity)
 }
 
+/** Whether `token` is an execution of `runtime` whose body is running (D-5). */
+const isRunning = (runtime: Runtime, token: symbol): boolean => {
+  for (const state of runtime.running) if (state.token === token) return true
+  return false
+}
+
 interface CheckedIdentity {
   readonly callId: string
   readonly rootCallId: string | undefined
@@ -477,7 +489,7 @@ const createChecked = (
         : ToolResult.failure({ message: "tool execution arguments must be losslessly JSON-serializable" })
     )
   }
-  if (parent !== undefined && !runtime.running.has(parent)) {
+  if (parent !== undefined && !isRunning(runtime, parent)) {
     const state = new State(runtime, exec, caller, finalizer, undefined)
     return final(state, failWith(new InvalidParentError({ toolName: name })))
   }

@@ -296,7 +296,7 @@ export const makeWith = (options: { readonly fastPaths: boolean }): Effect.Effec
     approval: Option.getOrUndefined(approval),
     ids: Option.getOrElse(ids, () => IdGenerator.random),
     marks: makeMarks(),
-    running: new Map(),
+    running: new Set(),
     background: new Set(),
     telemetry: Option.getOrUndefined(telemetry),
     fast: options.fastPaths
