@@ -47,6 +47,7 @@ describe("D-14 on the inline path", () => {
         const started = yield* Deferred.make<void>()
         const cleanupStarted = yield* Deferred.make<void>()
         const releaseCleanup = yield* Deferred.make<void>()
+        yield* Effect.addFinalizer(() => Deferred.succeed(releaseCleanup, undefined))
         const events: Array<string> = []
         yield* registry.register(echo({
           execute: (_args, ctx) =>
@@ -106,15 +107,23 @@ describe("D-14 on the inline path", () => {
 })
 
 describe("hooks that appear mid-call", () => {
+  /** A tool whose body registers a post-execute hook and an observer (the call starts hook-less). */
   const registerMidPost = (
     registry: ToolRegistryModule.Service,
     scope: Scope.Scope,
-    hook: (exec: ToolExecution, result: ToolResult) => Effect.Effect<PostDecision>
+    hook: (exec: ToolExecution, result: ToolResult) => Effect.Effect<PostDecision>,
+    observer: (result: ToolResult) => void = () => {}
   ) =>
     echo({
       execute: (args) =>
         Effect.zipRight(
-          Scope.extend(registry.onPostExecute((exec, result) => hook(exec, result)), scope),
+          Scope.extend(
+            Effect.zipRight(
+              registry.onPostExecute((exec, result) => hook(exec, result)),
+              registry.onResult((_exec, result) => Effect.sync(() => observer(result)))
+            ),
+            scope
+          ),
           Effect.succeed((args as { readonly text: string }).text)
         )
     })
@@ -142,17 +151,24 @@ describe("hooks that appear mid-call", () => {
         const scope = yield* Scope.make()
         const entered = yield* Deferred.make<ToolExecution>()
         const release = yield* Deferred.make<void>()
+        yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
         const events: Array<string> = []
-        yield* registry.register(registerMidPost(registry, scope, (exec) =>
-          Effect.gen(function*() {
-            yield* Deferred.succeed(entered, exec)
-            yield* Deferred.await(release)
-            events.push(`hook done, signal ${reasonLabel(exec.signal.reason)}`)
-            return PostDecision.Accept({})
-          })))
-        yield* registry.onResult((_exec, result) => Effect.sync(() => events.push(`observed ${result.isError}`)))
-        const caller = yield* Effect.fork(call(fast))
+        yield* registry.register(registerMidPost(
+          registry,
+          scope,
+          (exec) =>
+            Effect.gen(function*() {
+              yield* Deferred.succeed(entered, exec)
+              yield* Deferred.await(release)
+              events.push(`hook done, signal ${reasonLabel(exec.signal.reason)}`)
+              return PostDecision.Accept({})
+            }),
+          (result) => events.push(`observed ${result.isError ? result.error.info?.code : "success"}`)
+        ))
+        const counter = new StartCounter()
+        const caller = yield* Effect.fork(Effect.supervised(call(fast), counter))
         const exec = yield* Deferred.await(entered)
+        assert.strictEqual(counter.started, 2, "the body's fiber, then the call's own fiber once hooks appeared")
         assert.isFalse(exec.signal.aborted)
         const interrupter = yield* Effect.fork(Fiber.interrupt(caller))
         yield* abortedSignal(exec.signal)
@@ -161,7 +177,8 @@ describe("hooks that appear mid-call", () => {
         assert.isTrue(yield* isPending(interrupter), "the interrupt waits for the hook")
         yield* Deferred.succeed(release, undefined)
         assert.isTrue(Exit.isInterrupted(yield* Fiber.join(interrupter)))
-        assert.deepStrictEqual(events, [`hook done, signal ${INTERRUPTED}`, "observed true"])
+        assert.deepStrictEqual(events, [`hook done, signal ${INTERRUPTED}`, "observed ABORTED"])
+        assert.deepStrictEqual([counter.started, counter.ended], [2, 2])
       })
   )
 })
@@ -241,6 +258,7 @@ describe("the native deadline on the live clock", () => {
       const runtime = yield* ToolRuntime.ToolRuntime
       const started = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
+      yield* Effect.addFinalizer(() => Deferred.succeed(release, undefined))
       yield* registry.register(echo({
         execute: () => Effect.zipRight(Deferred.succeed(started, undefined), Effect.as(Deferred.await(release), "hi"))
       }))
