@@ -42,11 +42,12 @@ interface Scenario {
   readonly deadline: "none" | "armed" | "fires"
   readonly body: BodyKind
   readonly hostile: Hostile.Kind
-  /** Whether the body reads `ctx.signal` (a lazily made signal must look the same either way). */
+  /** Whether the body reads `ctx.signal` when invoked (a held body reads it when it resumes, maybe for the first time). */
   readonly reads: boolean
   /** How the body waits before its behaviour: not at all, on its signal (interruptibly), on a gate (uninterruptibly). */
   readonly hold: "none" | "signal" | "gate"
-  readonly cancel: "none" | "pre" | "abort" | "interrupt"
+  /** Caller cancellation: a pre-aborted signal, an abort or an interruption while the body holds, or an abort from inside a pre-/post-execute hook. */
+  readonly cancel: "none" | "pre" | "abort" | "interrupt" | "inPre" | "inPost"
   /** With both a caller event and a deadline during the body: which comes first. */
   readonly order: "cancelFirst" | "deadlineFirst"
   /** No user hook at any stage (the inline path), whatever the hook fields say. */
@@ -65,7 +66,13 @@ const normalize = (s: Scenario): Scenario => {
   let hold = body === "throw" ? "none" : s.hold
   if (events === 1 && hold === "none") hold = "signal"
   if (events === 2 || (events === 0 && hold === "signal")) hold = "gate"
-  const hooks = s.plain ? { pre: "none", around: "none", post: "none", observer: "none" } as const : {}
+  const hooks = s.cancel === "inPre"
+    ? { pre: s.pre === "none" ? "pass" : s.pre }
+    : s.cancel === "inPost"
+    ? { post: s.post === "none" ? "pass" : s.post }
+    : s.plain
+    ? { pre: "none", around: "none", post: "none", observer: "none" } as const
+    : {}
   const midHook = s.midHook && body !== "promise" && body !== "throw" &&
     (hold !== "none" || (body !== "succeed" && body !== "fail" && body !== "die"))
   return { ...s, ...hooks, body, hold, midHook, reads: s.reads || hold === "signal" }
@@ -95,7 +102,7 @@ const scenario: fc.Arbitrary<Scenario> = fc.record({
   hostile: Hostile.arbitraryKind,
   reads: fc.boolean(),
   hold: pick("none", "none", "signal", "gate"),
-  cancel: pick("none", "none", "pre", "abort", "interrupt"),
+  cancel: pick("none", "none", "pre", "abort", "interrupt", "inPre", "inPost"),
   order: pick("cancelFirst", "deadlineFirst"),
   plain: fc.boolean(),
   midHook: fc.boolean()
@@ -125,6 +132,8 @@ interface Run {
   readonly gate: Deferred.Deferred<void>
   release: () => void
   readonly released: Promise<void>
+  /** Aborts the caller's signal (set per run). */
+  abort: () => void
 }
 
 const makeRun = Effect.gen(function*() {
@@ -145,7 +154,8 @@ const makeRun = Effect.gen(function*() {
       resolve()
       Deferred.unsafeDone(gate, Exit.void)
     },
-    released
+    released,
+    abort: () => {}
   }
   return run
 })
@@ -195,7 +205,7 @@ const probeTool = (
     run.trace.push(["body:invoked", s.reads ? signalSeen(ctx.signal) : "unread"])
     if (s.body === "throw") throw new Error("body threw")
     const afterHold = () => {
-      if (s.reads) run.trace.push(["body:resumed", signalSeen(ctx.signal)])
+      run.trace.push(["body:resumed", signalSeen(ctx.signal)])
     }
     if (s.body === "promise") {
       const promise = (async () => {
@@ -272,6 +282,7 @@ const install = (
       yield* registry.onPreExecute((exec, next) =>
         Effect.suspend(() => {
           current().trace.push(["pre", signalSeen(exec.signal)])
+          if (s.cancel === "inPre") current().abort()
           switch (s.pre) {
             case "none":
             case "pass":
@@ -306,6 +317,7 @@ const install = (
       yield* registry.onPostExecute((exec, result, next) =>
         Effect.suspend(() => {
           current().trace.push(["post", signalSeen(exec.signal), result])
+          if (s.cancel === "inPost") current().abort()
           switch (s.post) {
             case "none":
             case "pass":
@@ -342,6 +354,7 @@ const runOnce = (s: Scenario, runtime: ToolRuntime.Service, run: Run): Effect.Ef
   Effect.gen(function*() {
     const controller = new AbortController()
     if (s.cancel === "pre") controller.abort(CALLER_REASON)
+    run.abort = () => controller.abort(CALLER_REASON)
     const fiber = yield* Effect.fork(
       runtime.execute({ callId: "c1", name: "probe", arguments: {}, signal: controller.signal })
     )

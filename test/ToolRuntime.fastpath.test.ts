@@ -23,7 +23,7 @@ import {
   reasonLabel,
   StartCounter
 } from "./fixtures/fastpath.js"
-import { ABORTED, bounded, echo, echoed, isPending, text, timedOut } from "./fixtures/runtime.js"
+import { ABORTED, ABORTED_BEFORE_DISPATCH, bounded, echo, echoed, isPending, text, timedOut } from "./fixtures/runtime.js"
 
 const INTERRUPTED = "dom:AbortError:the calling fiber was interrupted"
 
@@ -354,4 +354,31 @@ describe("TIMEOUT ordering, fast and general", () => {
       assert.deepStrictEqual(results, [timedOut(BUDGET), timedOut(BUDGET)])
       assert.deepStrictEqual(seen, [`timeout:${BUDGET}`, `timeout:${BUDGET}`])
     }))
+})
+
+describe("the native deadline through the staged steps", () => {
+  it.scoped(
+    "BODY-1 / TIMEOUT-3: a caller that aborts between prepare and dispatch gets ABORTED_BEFORE_DISPATCH, the body never runs, under both runtimes",
+    () =>
+      Effect.gen(function*() {
+        const { fast, general, registry } = yield* makeRuntimes
+        yield* registry.onExecute(TimeoutPolicy.makeWrapper(registry, { defaultTimeoutMs: 50 }))
+        let ran = 0
+        yield* registry.register(echo({ execute: () => Effect.sync(() => ++ran) }))
+        const outcomes: Array<unknown> = []
+        for (const runtime of [fast, general]) {
+          const controller = new AbortController()
+          const prepared = yield* runtime.prepare({ callId: "c1", name: "echo", arguments: {}, signal: controller.signal })
+          assert.strictEqual(prepared._tag, "Dispatch")
+          controller.abort(CALLER_REASON)
+          const dispatched = yield* runtime.dispatch(prepared.handle)
+          const final = dispatched._tag === "PostResult"
+            ? yield* runtime.finalize(prepared.handle, dispatched.result)
+            : yield* runtime.finish(prepared.handle, dispatched.result)
+          outcomes.push([dispatched._tag, final])
+        }
+        assert.strictEqual(ran, 0)
+        assert.deepStrictEqual(outcomes, [["PostResult", ABORTED_BEFORE_DISPATCH], ["PostResult", ABORTED_BEFORE_DISPATCH]])
+      })
+  )
 })
