@@ -35,6 +35,8 @@ type BodyKind =
 
 interface Scenario {
   readonly pre: "none" | "pass" | "deny" | "fail" | "die" | "cancel" | "ask"
+  /** A guard (synchronous: it keeps a call hook-less): silent, denying, throwing, or aborting the caller and staying silent. */
+  readonly guard: "none" | "silent" | "deny" | "throw" | "abort"
   readonly around: "none" | "pass" | "fail" | "die"
   readonly post: "none" | "pass" | "block" | "replace" | "fail" | "die"
   readonly observer: "none" | "ok" | "fail"
@@ -80,6 +82,7 @@ const normalize = (s: Scenario): Scenario => {
 
 const scenario: fc.Arbitrary<Scenario> = fc.record({
   pre: pick("none", "none", "none", "pass", "deny", "fail", "die", "cancel", "ask"),
+  guard: pick("none", "none", "none", "silent", "deny", "throw", "abort"),
   around: pick("none", "none", "none", "pass", "fail", "die"),
   post: pick("none", "none", "none", "pass", "block", "replace", "fail", "die"),
   observer: pick("none", "none", "ok", "fail"),
@@ -300,6 +303,15 @@ const install = (
           }
         })
       )
+    }
+    if (s.guard !== "none") {
+      yield* registry.guard((exec) => {
+        const run = current()
+        run.trace.push(["guard", signalSeen(exec.signal)])
+        if (s.guard === "throw") throw new Error("guard threw")
+        if (s.guard === "abort") run.abort()
+        return s.guard === "deny" ? "guarded" : undefined
+      })
     }
     if (s.deadline !== "none") {
       const defaultTimeoutMs = s.deadline === "fires" ? BUDGET_FIRES : BUDGET_ARMED
