@@ -15,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { AgentId } from "../Execution.js"
 import type { AroundHook } from "../Policy.js"
-import type { BodyCancellation, Caller } from "./signals.js"
+import { AbortWaiters, type BodyCancellation, type Caller } from "./signals.js"
 
 /**
  * What a deadline-only wrapper would do for a call: no deadline (`undefined`, the wrapper passes
@@ -82,7 +82,7 @@ export const armTimer = (clock: Clock.Clock, timeoutMs: number, fire: () => void
  */
 export class DeadlineCancellation implements BodyCancellation {
   private controller: AbortController | undefined = undefined
-  private waiters: Array<() => void> | undefined = undefined
+  private readonly waiters = new AbortWaiters()
   private removeCaller: (() => void) | undefined = undefined
   private done = false
   /** The deadline's own reason once it fired first; `undefined` otherwise. */
@@ -107,13 +107,9 @@ export class DeadlineCancellation implements BodyCancellation {
   }
 
   onAbort(waiter: () => void): () => void {
-    const waiters = this.waiters ?? (this.waiters = [])
-    waiters.push(waiter)
+    const remove = this.waiters.add(waiter)
     this.listen()
-    return () => {
-      const index = this.waiters?.indexOf(waiter) ?? -1
-      if (index >= 0) this.waiters!.splice(index, 1)
-    }
+    return remove
   }
 
   /** The deadline fired: abort with `reason` unless the caller aborted first. */
@@ -139,8 +135,6 @@ export class DeadlineCancellation implements BodyCancellation {
     this.reason = reason
     this.detach()
     this.controller?.abort(reason)
-    const waiters = this.waiters
-    this.waiters = undefined
-    if (waiters !== undefined) for (const waiter of waiters) waiter()
+    this.waiters.fire()
   }
 }

@@ -72,6 +72,32 @@ const leave = (signal: AbortSignal, caller: Caller): void => {
 export const sharedListeners = (signal: AbortSignal): number => (links.has(signal) ? 1 : 0)
 
 /**
+ * One-shot abort waiters: each runs once when `fire` is called, unless removed before.
+ *
+ * @internal
+ */
+export class AbortWaiters {
+  private list: Array<() => void> | undefined = undefined
+
+  /** Adds `waiter`; returns its remover. */
+  add(waiter: () => void): () => void {
+    const list = this.list ?? (this.list = [])
+    list.push(waiter)
+    return () => {
+      const index = this.list?.indexOf(waiter) ?? -1
+      if (index >= 0) this.list!.splice(index, 1)
+    }
+  }
+
+  /** Runs every waiter once, in the order they were added. */
+  fire(): void {
+    const list = this.list
+    this.list = undefined
+    if (list !== undefined) for (const waiter of list) waiter()
+  }
+}
+
+/**
  * The execution's caller cancellation (D-14): aborted by the input signal or by the calling
  * fiber's interruption. Its `AbortSignal` is created only when someone reads it, and the input
  * signal is listened to (through one shared listener per signal) only while something waits
@@ -83,7 +109,7 @@ export class Caller {
   private controller: AbortController | undefined = undefined
   private flagged = false
   private reason: unknown = undefined
-  private waiters: Array<() => void> | undefined = undefined
+  private readonly waiters = new AbortWaiters()
   private linked = false
   private detached = false
   constructor(private readonly input: AbortSignal | undefined) {}
@@ -118,20 +144,14 @@ export class Caller {
     this.reason = reason
     this.unlink()
     this.controller?.abort(reason)
-    const waiters = this.waiters
-    this.waiters = undefined
-    if (waiters !== undefined) for (const waiter of waiters) waiter()
+    this.waiters.fire()
   }
 
   /** Runs `waiter` once when aborted (the caller checks `aborted` first); returns a remover. */
   onAbort(waiter: () => void): () => void {
-    const waiters = this.waiters ?? (this.waiters = [])
-    waiters.push(waiter)
+    const remove = this.waiters.add(waiter)
     this.link()
-    return () => {
-      const index = this.waiters?.indexOf(waiter) ?? -1
-      if (index >= 0) this.waiters!.splice(index, 1)
-    }
+    return remove
   }
 
   /** The call finished: stop listening to the input signal, and never listen again. */
