@@ -41,6 +41,15 @@ const twoFibers = Effect.forEach(
   { discard: true }
 )
 
+/** `n` sequential `execute`s of the `noop` tool through the runtime in context. */
+export const executeLoop = (n: number): Effect.Effect<void, never, ToolRuntime> =>
+  Effect.flatMap(ToolRuntime, (tools) =>
+    Effect.forEach(
+      Array.from({ length: n }, (_, i) => i),
+      (i) => tools.execute({ callId: `c${i}`, name: "noop", arguments: { text: `t${i}` } }),
+      { discard: true }
+    ))
+
 const median = (xs: Array<number>) => {
   const s = [...xs].sort((a, b) => a - b)
   return s[Math.floor(s.length / 2)]!
@@ -90,12 +99,7 @@ export const run = async (): Promise<void> => {
   const runtimes = [...configs, ["0 hooks, default preset (timeout policy on)", { pre: 0, around: 0, post: 0 }] as const]
     .map(([label, hooks]) => {
     const rt = ManagedRuntime.make(setup(hooks).pipe(Layer.provideMerge(label.startsWith("0 hooks,") ? Presets.layerDefault : bare)))
-    const loop = Effect.flatMap(ToolRuntime, (tools) =>
-      Effect.forEach(
-        Array.from({ length: N }, (_, i) => i),
-        (i) => tools.execute({ callId: `c${i}`, name: "noop", arguments: { text: `t${i}` } }),
-        { discard: true }
-      ))
+    const loop = executeLoop(N)
     return { label, rt, loop }
   })
   for (const { loop, rt } of runtimes) await rt.runPromise(loop)

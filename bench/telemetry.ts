@@ -15,6 +15,7 @@ import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntimeModule from "../src/ToolRuntime.js"
 import { ToolRuntime } from "../src/ToolRuntime.js"
 import * as ToolTelemetry from "../src/ToolTelemetry.js"
+import { executeLoop } from "./runtime.js"
 
 const noop: ToolDefinition<never> = {
   name: "noop",
@@ -60,12 +61,7 @@ export const run = async (): Promise<void> => {
   ]
   const runtimes = configs.map(([label, layer]) => {
     const rt = ManagedRuntime.make(layer)
-    const loop = Effect.flatMap(ToolRuntime, (tools) =>
-      Effect.forEach(
-        Array.from({ length: N }, (_, i) => i),
-        (i) => tools.execute({ callId: `c${i}`, name: "noop", arguments: { text: `t${i}` } }),
-        { discard: true }
-      ))
+    const loop = executeLoop(N)
     return { label, rt, loop }
   })
   for (const { loop, rt } of runtimes) {
