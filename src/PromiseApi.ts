@@ -260,12 +260,14 @@ interface Task {
 }
 
 /** One call in flight: how to cancel it, and its settlement. */
+const RESOLVED: Promise<unknown> = Promise.resolve()
+
 class InFlight implements Task {
   abortCall: ((reason: unknown) => void) | undefined = undefined
   cancelled = false
   reason: unknown = undefined
   interrupt: (() => void) | undefined = undefined
-  done: Promise<unknown> = Promise.resolve()
+  done: Promise<unknown> = RESOLVED
   readonly bind = (abort: (reason: unknown) => void) => {
     this.abortCall = abort
     if (this.cancelled) abort(this.reason)
@@ -488,13 +490,15 @@ export const make = <R, E>(layer: Layer.Layer<R | ToolRuntime, E, never>): Promi
       return call.cancelled ? Effect.interrupt : tools.execute(input)
     })
     const fiber = runtime.runFork(effect)
+    const now = fiber.unsafePoll()
+    if (now !== null) return Promise.resolve(Exit.isSuccess(now) ? now.value : resultOfFailure(now.cause))
     const result = new Promise<ToolResult>((resolve) => {
       fiber.addObserver((exit) => {
         resolve(Exit.isSuccess(exit) ? exit.value : resultOfFailure(exit.cause))
       })
     })
     call.done = result
-    if (fiber.unsafePoll() === null) track(call)
+    track(call)
     return result
   }
 
