@@ -19,7 +19,7 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import { types } from "node:util"
 import type { AgentId, DispatchExecution, ExecuteInput, ToolExecution } from "./Execution.js"
-import { controlledExecute } from "./internal/pipeline.js"
+import { startedExecute } from "./internal/pipeline.js"
 import { adopt } from "./internal/promise.js"
 import * as Json from "./Json.js"
 import type { Guard, PostDecision, PreDecision } from "./Policy.js"
@@ -262,6 +262,8 @@ interface Task {
 /** One call in flight: how to cancel it, and its settlement. */
 const RESOLVED: Promise<unknown> = Promise.resolve()
 
+type StartedExecute = typeof startedExecute extends WeakMap<object, infer F> ? F : never
+
 class InFlight implements Task {
   abortCall: ((reason: unknown) => void) | undefined = undefined
   cancelled = false
@@ -480,16 +482,17 @@ export const make = <R, E>(layer: Layer.Layer<R | ToolRuntime, E, never>): Promi
     return registered
   }
 
-  const execute = (input: ExecuteInput): Promise<ToolResult> => {
-    if (disposing !== undefined) return Promise.resolve(DISPOSED_RESULT)
-    const call = new InFlight()
-    const effect = Effect.flatMap(ToolRuntime, (tools) => {
-      const controlled = controlledExecute.get(tools)
-      if (controlled !== undefined) return controlled(input, call.bind)
-      call.interrupt = () => fiber.unsafeInterruptAsFork(FiberId.none)
-      return call.cancelled ? Effect.interrupt : tools.execute(input)
-    })
+  /** The runtime's synchronous start and the facade runtime's clock, once a first call found them. */
+  let started: { readonly start: StartedExecute; readonly clock: unknown } | undefined = undefined
+
+  /** Runs the rest of a call on a fiber: read at once when it does not suspend, else tracked. */
+  const settle = (
+    call: InFlight,
+    effect: Effect.Effect<ToolResult, unknown, Services>,
+    onFiber?: (fiber: Fiber.RuntimeFiber<ToolResult, unknown>) => void
+  ): Promise<ToolResult> => {
     const fiber = runtime.runFork(effect)
+    onFiber?.(fiber)
     const now = fiber.unsafePoll()
     if (now !== null) return Promise.resolve(Exit.isSuccess(now) ? now.value : resultOfFailure(now.cause))
     const result = new Promise<ToolResult>((resolve) => {
@@ -500,6 +503,40 @@ export const make = <R, E>(layer: Layer.Layer<R | ToolRuntime, E, never>): Promi
     call.done = result
     track(call)
     return result
+  }
+
+  /**
+   * A call starts synchronously once the runtime is built (a call that completes at once needs
+   * no fiber at all); the first calls look the runtime up on a fiber.
+   */
+  const execute = (input: ExecuteInput): Promise<ToolResult> => {
+    if (disposing !== undefined) return Promise.resolve(DISPOSED_RESULT)
+    const call = new InFlight()
+    if (started !== undefined) {
+      let outcome: ToolResult | Effect.Effect<ToolResult>
+      try {
+        outcome = started.start(input, call.bind, started.clock)
+      } catch (thrown) {
+        outcome = Effect.die(thrown)
+      }
+      return Effect.isEffect(outcome) ? settle(call, outcome) : Promise.resolve(outcome)
+    }
+    let current: Fiber.RuntimeFiber<ToolResult, unknown> | undefined = undefined
+    const effect = Effect.flatMap(ToolRuntime, (tools) => {
+      const start = startedExecute.get(tools)
+      if (start !== undefined) {
+        return Effect.clockWith((clock) => {
+          started = { start, clock }
+          const outcome = start(input, call.bind, clock)
+          return Effect.isEffect(outcome) ? outcome : Effect.succeed(outcome)
+        })
+      }
+      call.interrupt = () => current?.unsafeInterruptAsFork(FiberId.none)
+      return call.cancelled ? Effect.interrupt : tools.execute(input)
+    })
+    return settle(call, effect, (fiber) => {
+      current = fiber
+    })
   }
 
   const facade: PromiseToolRuntime<Services> = {

@@ -156,25 +156,51 @@ const finishDispatched = (state: State, dispatched: ToolRuntime.Dispatched): Eff
  */
 const executeIn = (runtime: Runtime, input: ExecuteInput, pending: PendingCaller): Effect.Effect<Result> =>
   Effect.withFiberRuntime((fiber) => {
-    const created = create(runtime, input, pending)
-    const state = handleOf(created)
-    if (!runtime.fast || !hookless(runtime.registry.unsafeView(state.agent))) {
-      return Effect.uninterruptibleMask((restore) =>
-        onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
-      )
-    }
-    if (runtime.telemetry !== undefined) return inline(state, pending, gateObserved(runtime, input, created))
-    const prepared = created instanceof State ? gateSync(created) : created
-    if (prepared._tag !== "Dispatch") {
-      const done = finishSync(state, prepared.result, prepared._tag === "PostResult")
-      return done === undefined ? inline(state, pending, Effect.succeed(prepared)) : Effect.succeed(done)
-    }
-    const started = dispatchSync(state, fiber.currentDefaultServices.unsafeMap.get(Clock.Clock.key))
-    if (started === undefined) return inline(state, pending, Effect.succeed(prepared))
-    if (Effect.isEffect(started)) return inline(state, pending, started)
-    const done = finishSync(state, started.result, started._tag === "PostResult")
-    return done === undefined ? inline(state, pending, Effect.succeed(started)) : Effect.succeed(done)
+    const started = startExecute(runtime, input, pending, fiber.currentDefaultServices.unsafeMap.get(Clock.Clock.key))
+    return Effect.isEffect(started) ? started : Effect.succeed(started)
   })
+
+/**
+ * `execute` started synchronously (`clock` is the caller's): the result when the call completed
+ * at once, else the Effect that runs the rest of it.
+ */
+const startExecute = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  pending: PendingCaller,
+  clock: unknown
+): Result | Effect.Effect<Result> => {
+  const created = create(runtime, input, pending)
+  const state = handleOf(created)
+  if (!runtime.fast || !hookless(runtime.registry.unsafeView(state.agent))) {
+    return Effect.uninterruptibleMask((restore) =>
+      onOwnFiber(restore, pending, Effect.flatMap(gateObserved(runtime, input, created), continueWith))
+    )
+  }
+  if (runtime.telemetry !== undefined) return inline(state, pending, gateObserved(runtime, input, created))
+  const prepared = created instanceof State ? gateSync(created) : created
+  if (prepared._tag !== "Dispatch") {
+    const done = finishSync(state, prepared.result, prepared._tag === "PostResult")
+    return done === undefined ? inline(state, pending, Effect.succeed(prepared)) : done
+  }
+  const dispatched = dispatchSync(state, clock)
+  if (dispatched === undefined) return inline(state, pending, Effect.succeed(prepared))
+  if (Effect.isEffect(dispatched)) return inline(state, pending, dispatched)
+  const done = finishSync(state, dispatched.result, dispatched._tag === "PostResult")
+  return done === undefined ? inline(state, pending, Effect.succeed(dispatched)) : done
+}
+
+/**
+ * `execute` for the Promise facade, started outside any fiber: `control` receives the call's
+ * abort; `clock` is the facade runtime's. The result when the call completed at once, else the
+ * Effect that runs the rest of it (on a fiber the facade starts). Keyed by the public service.
+ *
+ * @internal
+ */
+export const startedExecute = new WeakMap<
+  ToolRuntime.Service,
+  (input: ExecuteInput, control: (abort: (reason: unknown) => void) => void, clock: unknown) => Result | Effect.Effect<Result>
+>()
 
 /**
  * The rest of an inline call from `step` (a prepared call, or a dispatch outcome), on the calling
@@ -259,18 +285,6 @@ export const nestedOf = (ctx: unknown): Nested | undefined => {
   return staged === undefined ? undefined : { staged, registry: state.runtime.registry }
 }
 
-/**
- * `execute` with an abort handle, for the Promise facade: `control` receives a function that
- * aborts the call as if its caller's signal aborted with `reason` (the call still resolves with
- * its one result). Keyed by the public service.
- *
- * @internal
- */
-export const controlledExecute = new WeakMap<
-  ToolRuntime.Service,
-  (input: ExecuteInput, control: (abort: (reason: unknown) => void) => void) => Effect.Effect<Result>
->()
-
 /** @internal */
 export const make: Effect.Effect<ToolRuntime.Service, never, Registry.ToolRegistry> = Effect.suspend(() =>
   makeWith({ fastPaths: true })
@@ -327,12 +341,11 @@ export const makeWith = (options: { readonly fastPaths: boolean }): Effect.Effec
   }
   unguardedStaged.set(service, unguarded)
   stagedByRuntime.set(runtime, unguarded)
-  controlledExecute.set(service, (input, control) =>
-    Effect.suspend(() => {
-      const pending = new PendingCaller()
-      control((reason) => pending.abortWith(reason))
-      return run(input, pending)
-    }))
+  startedExecute.set(service, (input, control, clock) => {
+    const pending = new PendingCaller()
+    control((reason) => pending.abortWith(reason))
+    return startExecute(runtime, input, pending, clock)
+  })
   yield* Effect.serviceOption(Scope.Scope).pipe(
     Effect.flatMap(Option.match({
       onNone: () => Effect.void,
