@@ -71,6 +71,12 @@ const ratios: ReadonlyArray<Ratio> = [
     unit: "µs",
     target: atMost(0.5, " µs")
   },
+  {
+    label: "µs per hook beyond the first pair ((5+5 − 1+1) / 8)",
+    value: (r) => (cpu(r, "exec5") - cpu(r, "exec1")) / 8,
+    unit: "µs",
+    target: atMost(0.5, " µs")
+  },
   { label: "timeout armed / unarmed", value: (r) => cpu(r, "timeout") / cpu(r, "exec0"), unit: "×", target: atMost(2) },
   {
     label: "armed / unarmed, suspending body",
