@@ -266,6 +266,18 @@ export const stagedOf = (service: ToolRuntime.Service): ToolRuntime.Service => u
 const stagedByRuntime = new WeakMap<Runtime, ToolRuntime.Service>()
 
 /**
+ * The staged `dispatch` of this library's envelope-free steps, started synchronously (`clock` is
+ * the driver's): the outcome at once when it completed without suspending, else the Effect that
+ * finishes it (uninterruptible, like `dispatch`). Keyed by the envelope-free service.
+ *
+ * @internal
+ */
+export const startedDispatch = new WeakMap<
+  ToolRuntime.Service,
+  (handle: ToolRuntime.Execution, clock: unknown) => ToolRuntime.Dispatched | Effect.Effect<ToolRuntime.Dispatched>
+>()
+
+/**
  * What a body needs to run nested executions under the runtime that runs it (the Code Mode
  * bridge): the runtime's envelope-free staged steps and its registry. `undefined` when `ctx` is
  * not a run context of this library's runtime.
@@ -341,6 +353,14 @@ export const makeWith = (options: { readonly fastPaths: boolean }): Effect.Effec
   }
   unguardedStaged.set(service, unguarded)
   stagedByRuntime.set(runtime, unguarded)
+  startedDispatch.set(unguarded, (handle, clock) => {
+    if (!(handle instanceof State) || handle.runtime !== runtime || !runtime.fast || handle.probe !== undefined) {
+      return unguarded.dispatch(handle)
+    }
+    const started = dispatchSync(handle, clock)
+    if (started === undefined) return unguarded.dispatch(handle)
+    return Effect.isEffect(started) ? Effect.uninterruptible(started) : started
+  })
   startedExecute.set(service, (input, control, clock) => {
     const pending = new PendingCaller()
     control((reason) => pending.abortWith(reason))

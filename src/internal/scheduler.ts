@@ -39,7 +39,7 @@ import { ToolRuntime } from "../ToolRuntime.js"
 import { ToolTelemetry } from "../ToolTelemetry.js"
 import { parseArguments } from "./arguments.js"
 import { interruptible } from "./fibers.js"
-import { queuedAt, stagedOf } from "./pipeline.js"
+import { queuedAt, stagedOf, startedDispatch } from "./pipeline.js"
 import { isAbortSignal } from "./signals.js"
 import type * as ToolRuntimeNs from "../ToolRuntime.js"
 
@@ -303,6 +303,8 @@ export abstract class Lane {
   fibers: FiberSet.FiberSet<ToolRuntimeNs.Dispatched> | undefined = undefined
   /** The runtime dispatches start on: the driver's context and refs, interruptible. */
   dispatcher: Runtime.Runtime<never> | undefined = undefined
+  /** The driver's clock, for dispatches started synchronously. */
+  clock: unknown = undefined
   driverId: FiberId.FiberId = FiberId.none
   scheduler: Scheduler.Scheduler | undefined = undefined
   priority = 0
@@ -523,7 +525,22 @@ const pump = (l: Lane): Effect.Effect<void> =>
  * waking the driver.
  */
 const dispatchNow = (l: Lane, index: number, handle: ToolRuntimeNs.Execution): void => {
-  const fiber = Runtime.runFork(l.dispatcher!, Effect.suspend(() => l.runtime.dispatch(handle)))
+  const start = startedDispatch.get(l.runtime)
+  let effect: Effect.Effect<ToolRuntimeNs.Dispatched> | undefined = undefined
+  if (start !== undefined) {
+    try {
+      const started = start(handle, l.clock)
+      if (!Effect.isEffect(started)) {
+        l.settled.push({ index, exit: Exit.succeed(started) })
+        l.wakeUp()
+        return
+      }
+      effect = started
+    } catch (thrown) {
+      effect = Effect.die(thrown)
+    }
+  }
+  const fiber = Runtime.runFork(l.dispatcher!, effect ?? Effect.suspend(() => l.runtime.dispatch(handle)))
   const exit = fiber.unsafePoll()
   if (exit !== null) {
     l.settled.push({ index, exit })
@@ -687,6 +704,7 @@ export const driveLane = Effect.fnUntraced(function*(l: Lane) {
     l.driverId = driver.id()
     l.scheduler = driver.currentScheduler
     l.priority = driver.getFiberRef(FiberRef.currentSchedulingPriority)
+    l.clock = driver.currentDefaultServices.unsafeMap.get(Clock.Clock.key)
     l.dispatcher = Runtime.make({
       context: driver.currentContext,
       fiberRefs: driver.getFiberRefs(),
