@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import type { AgentId } from "../Execution.js"
 import type { AroundHook } from "../Policy.js"
+import type { ToolResult } from "../ToolResult.js"
 import { AbortWaiters, type BodyCancellation, type Caller } from "./signals.js"
 
 /**
@@ -31,7 +32,7 @@ export interface DeadlinePlan {
   /** The abort reason the wrapper would give the body when the deadline fires. */
   readonly reason: (timeoutMs: number) => unknown
   /** The result the wrapper would answer when its deadline fired first. */
-  readonly timedOut: (timeoutMs: number) => unknown
+  readonly timedOut: (timeoutMs: number) => ToolResult
 }
 
 const plans = new WeakMap<object, DeadlinePlan>()

@@ -139,8 +139,12 @@ const bareBody = (state: State): Effect.Effect<Result> => Effect.suspend(() => b
  * The body under a deadline the runtime runs itself (the only wrapper is deadline-only): the
  * same result as running the wrapper, including its timed-out answer when the deadline fired first.
  */
-const deadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Effect.Effect<unknown> =>
+const deadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Effect.Effect<Result> =>
   Effect.clockWith((clock) => {
+    if (clock === liveClock) {
+      const started = liveDeadlineBody(state, plan, timeoutMs)
+      return Effect.isEffect(started) ? started : Effect.succeed(started)
+    }
     const cancellation = new DeadlineCancellation(state.caller)
     return Effect.flatMap(
       armTimer(clock, timeoutMs, () => cancellation.fire(plan.reason(timeoutMs))),
@@ -152,8 +156,30 @@ const deadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Effe
     )
   })
 
-const deadlineResult = (plan: DeadlinePlan, timeoutMs: number, cancellation: DeadlineCancellation, result: Result) =>
-  cancellation.firedFirst !== undefined ? plan.timedOut(timeoutMs) : result
+/**
+ * The body under a native deadline on the live clock: a host timer, cleared when the body
+ * settles; the result at once when the body settled without suspending.
+ */
+const liveDeadlineBody = (state: State, plan: DeadlinePlan, timeoutMs: number): Result | Effect.Effect<Result> => {
+  const cancellation = new DeadlineCancellation(state.caller)
+  const handle = setTimeout(() => cancellation.fire(plan.reason(timeoutMs)), timeoutMs)
+  const now = bodyNow(state, cancellation)
+  if (!(now instanceof PendingBody)) {
+    clearTimeout(handle)
+    return deadlineResult(plan, timeoutMs, cancellation, now)
+  }
+  return Effect.map(
+    Effect.ensuring(awaitPending(state, now), Effect.sync(() => clearTimeout(handle))),
+    (result) => deadlineResult(plan, timeoutMs, cancellation, result)
+  )
+}
+
+const deadlineResult = (
+  plan: DeadlinePlan,
+  timeoutMs: number,
+  cancellation: DeadlineCancellation,
+  result: Result
+): Result => cancellation.firedFirst !== undefined ? plan.timedOut(timeoutMs) : result
 
 /** A body that was called and returned an Effect still to run. */
 class PendingBody {
@@ -171,7 +197,10 @@ const bodyWith = (state: State, cancellation: BodyCancellation): Effect.Effect<R
 }
 
 const awaitPending = (state: State, pending: PendingBody): Effect.Effect<Result> =>
-  Effect.map(runBody(state, pending.effect, pending.cancellation), (exit) => settleBody(state, pending, exit))
+  Effect.map(
+    runBody(state, pending.effect, pending.cancellation),
+    (exit) => settleBody(state, pending.entry, pending.invokedBefore, pending.cancellation, exit)
+  )
 
 /**
  * The body's start: the result when it is known at once (not started, or a body that returned an
@@ -193,13 +222,18 @@ const bodyNow = (state: State, cancellation: BodyCancellation): Result | Pending
   if (state.runningBodies++ === 0) runtime.running.add(state)
   const ctx = makeRunContext(state, cancellation)
   const invoked = invokeBody(entry.definition, exec.arguments, ctx)
-  const pending = new PendingBody(entry, invokedBefore, cancellation, withContext(invoked, entry.context))
-  return runtime.fast && Exit.isExit(invoked) ? settleBody(state, pending, invoked) : pending
+  if (runtime.fast && Exit.isExit(invoked)) return settleBody(state, entry, invokedBefore, cancellation, invoked)
+  return new PendingBody(entry, invokedBefore, cancellation, withContext(invoked, entry.context))
 }
 
-const settleBody = (state: State, pending: PendingBody, exit: Exit.Exit<unknown, unknown>): Result => {
+const settleBody = (
+  state: State,
+  entry: Registry.RegisteredTool,
+  invokedBefore: boolean,
+  cancellation: BodyCancellation,
+  exit: Exit.Exit<unknown, unknown>
+): Result => {
   const { execution: exec, runtime } = state
-  const { cancellation, entry } = pending
   const mark = (result: Result) => frozen(runtime, state.token, result)
   cancellation.detach()
   releaseParent(runtime, state)
@@ -213,7 +247,7 @@ const settleBody = (state: State, pending: PendingBody, exit: Exit.Exit<unknown,
       cancellation.aborted() ? ToolResult.aborted() : ToolResult.failure({ message: "tool body was interrupted" })
     )
   }
-  if (!pending.invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
+  if (!invokedBefore && isArgsFailure(exit.cause)) state.bodyInvoked = false
   return mark(ToolResult.failure(detailOfCause(exit.cause)))
 }
 
@@ -315,7 +349,7 @@ const deadlineOnly = (wrappers: ReadonlyArray<unknown>): DeadlinePlan | undefine
  * @internal
  */
 export const plainDispatch = (wrappers: ReadonlyArray<unknown>): boolean =>
-  wrappers.length === 0 || (wrappers.length === 1 && deadlinePlanOf(wrappers[0]) !== undefined)
+  wrappers.length === 0 || deadlineOnly(wrappers) !== undefined
 
 /**
  * The dispatch stage started synchronously, for a call on the inline path with no probe: the
@@ -337,18 +371,10 @@ export const dispatchSync = (state: State, clock: unknown): Dispatched | Effect.
       ? Effect.map(awaitPending(state, now), (raw) => afterDispatch(state, raw))
       : afterDispatch(state, now)
   }
-  const deadline = plan!
-  const cancellation = new DeadlineCancellation(state.caller)
-  const handle = setTimeout(() => cancellation.fire(deadline.reason(budget)), budget)
-  const now = bodyNow(state, cancellation)
-  if (!(now instanceof PendingBody)) {
-    clearTimeout(handle)
-    return afterDispatch(state, deadlineResult(deadline, budget, cancellation, now))
-  }
-  return Effect.map(
-    Effect.ensuring(awaitPending(state, now), Effect.sync(() => clearTimeout(handle))),
-    (raw) => afterDispatch(state, deadlineResult(deadline, budget, cancellation, raw))
-  )
+  const started = liveDeadlineBody(state, plan!, budget)
+  return Effect.isEffect(started)
+    ? Effect.map(started, (raw) => afterDispatch(state, raw))
+    : afterDispatch(state, started)
 }
 
 /** @internal */
