@@ -13,7 +13,7 @@ import type { DispatchExecution } from "../src/Execution.js"
 import type { AroundHook } from "../src/Policy.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import type * as ToolRegistryModule from "../src/ToolRegistry.js"
-import { armTimer, declareDeadline } from "../src/internal/deadline.js"
+import { armTimer, type DeadlinePlan, declareDeadline } from "../src/internal/deadline.js"
 import { followSignal } from "../src/internal/signals.js"
 import { sanitizeThrown } from "../src/ToolError.js"
 import * as ToolResult from "../src/ToolResult.js"
@@ -71,14 +71,7 @@ export interface Options {
  * @category constructors
  */
 export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Options): AroundHook<Error> => {
-  const wrapper: AroundHook<Error> = (exec, next) => {
-    const entry = registry.unsafeView(exec.agent).get(exec.name)
-    const timeoutMs = entry?.definition.timeoutMs ?? options?.defaultTimeoutMs
-    if (timeoutMs === undefined) return next
-    if (!isValidTimeout(timeoutMs)) return Effect.fail(invalidBudget())
-    return withDeadline(exec, next, timeoutMs)
-  }
-  return declareDeadline(wrapper, {
+  const plan: DeadlinePlan = {
     budget: (agent, name) => {
       try {
         const entry = registry.unsafeView(agent).get(name)
@@ -91,7 +84,14 @@ export const makeWrapper = (registry: ToolRegistryModule.Service, options?: Opti
     },
     reason: (timeoutMs) => new TimeoutReason(timeoutMs),
     timedOut: (timeoutMs) => ToolResult.timedOut(timeoutMs)
-  })
+  }
+  const wrapper: AroundHook<Error> = (exec, next) => {
+    const budget = plan.budget(exec.agent, exec.name)
+    if (budget === undefined) return next
+    if (typeof budget === "object") return Effect.failCause(budget.failure as Cause.Cause<Error>)
+    return withDeadline(exec, next, budget)
+  }
+  return declareDeadline(wrapper, plan)
 }
 
 const invalidBudget = () => new Error("deadline timeoutMs must be a positive finite number no greater than 2147483647")
