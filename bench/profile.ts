@@ -233,7 +233,7 @@ const timeOp = (label: string, n: number, op: (i: number) => unknown): string =>
 /** Isolated per-call costs of operations that a profile attributes to their callers. */
 const micro = async (): Promise<void> => {
   const { Effect } = await import("effect")
-  const { snapshotFrozen, deepFreeze } = await import("../src/internal/json.js")
+  const { snapshotFrozen, deepFreeze } = await import("../src/internal/schema/json.js")
   const n = 200_000
   const marks = new WeakMap<object, symbol>()
   const values = new WeakSet<object>()

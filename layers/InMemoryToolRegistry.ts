@@ -48,12 +48,12 @@ import type {
   TargetOptions,
   ToolSchema
 } from "../src/ToolRegistry.js"
-import * as checks from "./internal/registryChecks.js"
-import * as state_ from "./internal/registryState.js"
-import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registryState.js"
-import * as codeMode from "../src/internal/codeMode.js"
-import { withCaptured } from "../src/internal/context.js"
-import { declareDeadline, deadlinePlanOf } from "../src/internal/deadline.js"
+import * as checks from "./internal/registry/checks.js"
+import * as state_ from "./internal/registry/state.js"
+import type { AgentDeclaration, Filter, GuardEntry, HookEntry, ModeEntry, State } from "./internal/registry/state.js"
+import * as codeMode from "../src/internal/codeMode/modes.js"
+import { withCaptured } from "../src/internal/base/context.js"
+import { declareDeadline, deadlinePlanOf } from "../src/internal/pipeline/deadline.js"
 
 /**
  * @since 0.1.0

@@ -21,7 +21,7 @@ import { ToolRegistry, type ToolRegistrationError } from "../src/ToolRegistry.js
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
 import * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
-import { isPresentationMode } from "./internal/registryChecks.js"
+import { isPresentationMode } from "./internal/registry/checks.js"
 import * as TimeoutPolicy from "./TimeoutPolicy.js"
 import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
 import * as ToolCallLogNoop from "./ToolCallLogNoop.js"

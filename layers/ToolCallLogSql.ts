@@ -32,12 +32,12 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { CorruptRecord, LogContents, LogRecord, Service } from "../src/ToolCallLog.js"
 import * as ToolCallLog from "../src/ToolCallLog.js"
-import { withLibsql } from "./internal/sqlLibsql.js"
-import type { Dialect, Expected } from "./internal/sqlLayout.js"
-import { checkLayout } from "./internal/sqlLayout.js"
-import type { Subject } from "./internal/sqlMessages.js"
-import { causeMessage, storageError } from "./internal/sqlMessages.js"
-import { runMigrations } from "./internal/sqlMigrate.js"
+import { withLibsql } from "./internal/sql/libsql.js"
+import type { Dialect, Expected } from "./internal/sql/layout.js"
+import { checkLayout } from "./internal/sql/layout.js"
+import type { Subject } from "./internal/sql/messages.js"
+import { causeMessage, storageError } from "./internal/sql/messages.js"
+import { runMigrations } from "./internal/sql/migrate.js"
 
 /**
  * The log's table.

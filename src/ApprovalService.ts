@@ -43,7 +43,7 @@ import type * as Scope from "effect/Scope"
 import type { Approval, ApprovalOutcome, ApprovalRequest } from "./Approval.js"
 import type { AgentId } from "./Execution.js"
 import type * as IdGenerator from "./IdGenerator.js"
-import * as internal from "./internal/approvalService.js"
+import * as internal from "./internal/approval/service.js"
 import type { ToolCallLog } from "./ToolCallLog.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 

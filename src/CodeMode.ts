@@ -17,9 +17,9 @@ import * as CodeSdk from "./CodeSdk.js"
 import type { ContextSource } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as Json from "./Json.js"
-import * as codeBridge from "./internal/codeBridge.js"
-import * as internal from "./internal/codeMode.js"
-import { renderOutput } from "./internal/codeModeRender.js"
+import * as codeBridge from "./internal/codeMode/bridge.js"
+import * as internal from "./internal/codeMode/modes.js"
+import { renderOutput } from "./internal/codeMode/render.js"
 import type { JsonValue } from "./Json.js"
 import type * as Presentation from "./Presentation.js"
 import * as Tool from "./Tool.js"
@@ -36,7 +36,7 @@ export {
    * @category errors
    */
   CodeModeError
-} from "./internal/codeMode.js"
+} from "./internal/codeMode/modes.js"
 
 /**
  * The default cap on a program's parallel-safe sub-calls in flight at once.

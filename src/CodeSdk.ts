@@ -12,9 +12,9 @@
  *
  * @since 0.1.0
  */
-import * as python from "./internal/sdkPython.js"
-import * as prose from "./internal/sdkProse.js"
-import * as typescript from "./internal/sdkTypeScript.js"
+import * as python from "./internal/codeMode/sdkPython.js"
+import * as prose from "./internal/codeMode/sdkProse.js"
+import * as typescript from "./internal/codeMode/sdkTypeScript.js"
 
 /**
  * One tool as the SDK sees it: detached copies of its model-facing fields.

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import * as internal from "./internal/dsl.js"
+import * as internal from "./internal/schema/dsl.js"
 import type { JsonValue } from "./Json.js"
 import type { JsonSchema } from "./JsonSchema.js"
 

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import * as internal from "./internal/json.js"
+import * as internal from "./internal/schema/json.js"
 
 /**
  * A JSON value as the pipeline stores it: deep-frozen, ordinary arrays and records.

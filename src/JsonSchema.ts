@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Either from "effect/Either"
-import * as internal from "./internal/jsonSchema.js"
+import * as internal from "./internal/schema/jsonSchema.js"
 import type { JsonObject } from "./Json.js"
 import { JsonSchemaError } from "./ToolError.js"
 

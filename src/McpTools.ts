@@ -16,8 +16,8 @@ import type * as Layer from "effect/Layer"
 import type * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import type { AgentId } from "./Execution.js"
-import * as errors from "./internal/mcpErrors.js"
-import * as internal from "./internal/mcpTools.js"
+import * as errors from "./internal/mcp/errors.js"
+import * as internal from "./internal/mcp/tools.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 
 export {
@@ -49,7 +49,7 @@ export {
    * @category errors
    */
   McpProtocolError
-} from "./internal/mcpErrors.js"
+} from "./internal/mcp/errors.js"
 
 /**
  * The error codes imported tools add to the model-facing `error.info.code`.

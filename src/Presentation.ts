@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import type { Content } from "./Content.js"
-import * as internalArguments from "./internal/arguments.js"
-import * as internal from "./internal/presentation.js"
+import * as internalArguments from "./internal/schema/arguments.js"
+import * as internal from "./internal/log/presentation.js"
 import type { JsonValue } from "./Json.js"
 import type * as Tool from "./Tool.js"
 import type { LogRecord } from "./ToolCallLog.js"

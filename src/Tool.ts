@@ -14,7 +14,7 @@ import type { JsonSchema } from "./JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "./Presentation.js"
 import type { ToolResult } from "./ToolResult.js"
 import { sanitizeThrown } from "./ToolError.js"
-import { settlement, thenOf } from "./internal/promise.js"
+import { settlement, thenOf } from "./internal/base/promise.js"
 
 /**
  * The output declaration: a subset schema for the canonical value and pure projections of the
@@ -144,7 +144,7 @@ export {
    * @category combinators
    */
   validateArgs
-} from "./internal/defineTool.js"
+} from "./internal/definition/defineTool.js"
 
 export {
   /**
@@ -168,4 +168,4 @@ export {
    * @category models
    */
   type FromSchemaOutput
-} from "./internal/schemaTool.js"
+} from "./internal/definition/schemaTool.js"

@@ -15,7 +15,7 @@ import * as Schema from "effect/Schema"
 import { ContentBlockSchema } from "./Content.js"
 import * as Json from "./Json.js"
 import type { JsonValue } from "./Json.js"
-import * as internal from "./internal/toolCallLog.js"
+import * as internal from "./internal/log/records.js"
 import type { ToolResult } from "./ToolResult.js"
 
 /**

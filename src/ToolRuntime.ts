@@ -9,7 +9,7 @@ import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type { ExecuteInput, ToolExecution } from "./Execution.js"
-import * as internal from "./internal/pipeline.js"
+import * as internal from "./internal/pipeline/pipeline.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 import type { ToolResult } from "./ToolResult.js"
 

@@ -12,8 +12,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Metric from "effect/Metric"
 import type { AgentId } from "./Execution.js"
-import * as internal from "./internal/telemetry.js"
-import * as metrics from "./internal/telemetryMetrics.js"
+import * as internal from "./internal/telemetry/spans.js"
+import * as metrics from "./internal/telemetry/metrics.js"
 import type { ToolResult } from "./ToolResult.js"
 
 /**

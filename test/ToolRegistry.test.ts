@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
-import * as RegistryState from "../layers/internal/registryState.js"
+import * as RegistryState from "../layers/internal/registry/state.js"
 import type { ToolExecution } from "../src/Execution.js"
 import type { JsonValue } from "../src/Json.js"
 import type { JsonSchemaError } from "../src/JsonSchema.js"

@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { Binding } from "../../../src/CodeRuntime.js"
-import { snapshot } from "../../../src/internal/json.js"
+import { snapshot } from "../../../src/internal/schema/json.js"
 import type { CallOutcome } from "./session.js"
 
 const malformed: CallOutcome = { ok: false, message: "malformed tool call" }

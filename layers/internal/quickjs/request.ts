@@ -7,7 +7,7 @@
  */
 import type { Binding } from "../../../src/CodeRuntime.js"
 import { namespaceProblem } from "../../../src/CodeRuntime.js"
-import { isAbortSignal } from "../../../src/internal/signals.js"
+import { isAbortSignal } from "../../../src/internal/base/signals.js"
 import type { NamespacePlan } from "./session.js"
 
 /** @internal */
