@@ -15,7 +15,8 @@ import * as Take from "effect/Take"
 import type { UserMessage } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as internalArguments from "./internal/schema/arguments.js"
-import * as internal from "./internal/scheduler/scheduler.js"
+import * as internal from "./internal/scheduler/batch.js"
+import * as internalInput from "./internal/scheduler/input.js"
 import { ToolCallLogError } from "./ToolCallLog.js"
 import type { ToolCallLog } from "./ToolCallLog.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
@@ -164,7 +165,7 @@ export class SchedulerError extends Schema.TaggedError<SchedulerError>("effect-t
  * @since 0.1.0
  * @category constants
  */
-export const DEFAULT_MAX_PARALLEL: number = internal.DEFAULT_MAX_PARALLEL
+export const DEFAULT_MAX_PARALLEL: number = internalInput.DEFAULT_MAX_PARALLEL
 
 /**
  * The message of the defect raised for an invalid `maxParallel` (SCHED-4).
@@ -172,7 +173,7 @@ export const DEFAULT_MAX_PARALLEL: number = internal.DEFAULT_MAX_PARALLEL
  * @since 0.1.0
  * @category constants
  */
-export const MAX_PARALLEL_MESSAGE: string = internal.MAX_PARALLEL_MESSAGE
+export const MAX_PARALLEL_MESSAGE: string = internalInput.MAX_PARALLEL_MESSAGE
 
 /**
  * True for a valid pool cap: a positive integer (SCHED-4). Check configuration at load time.
@@ -180,7 +181,7 @@ export const MAX_PARALLEL_MESSAGE: string = internal.MAX_PARALLEL_MESSAGE
  * @since 0.1.0
  * @category guards
  */
-export const isValidMaxParallel: (value: unknown) => value is number = internal.isValidMaxParallel
+export const isValidMaxParallel: (value: unknown) => value is number = internalInput.isValidMaxParallel
 
 /**
  * SCHED-1: the arguments the runtime receives for a raw model argument string — `""` → `{}`,

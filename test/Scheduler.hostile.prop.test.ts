@@ -9,7 +9,7 @@ import { Cause, Deferred, Effect, Exit, FastCheck as fc, Fiber, FiberId, Layer, 
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import type { ToolExecution } from "../src/Execution.js"
-import * as internal from "../src/internal/scheduler/scheduler.js"
+import * as internal from "../src/internal/scheduler/batch.js"
 import type { PostDecision, PreDecision } from "../src/Policy.js"
 import * as Scheduler from "../src/Scheduler.js"
 import type { ToolDefinition } from "../src/Tool.js"

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FastCheck, Fiber, Option, Queue } from "effect"
-import * as internal from "../src/internal/scheduler/scheduler.js"
+import * as internal from "../src/internal/scheduler/batch.js"
 import * as Scheduler from "../src/Scheduler.js"
 import type { LogRecord } from "../src/ToolCallLog.js"
 import * as Fake from "./fixtures/fakeRuntime.js"

@@ -3,7 +3,7 @@ import { Cause, Chunk, Deferred, Effect, Exit, Fiber, FiberId, Layer, Logger, Op
 import { getEventListeners } from "node:events"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
-import * as internal from "../src/internal/scheduler/scheduler.js"
+import * as internal from "../src/internal/scheduler/batch.js"
 import * as Scheduler from "../src/Scheduler.js"
 import { defineTool } from "../src/Tool.js"
 import type { ToolDefinition } from "../src/Tool.js"

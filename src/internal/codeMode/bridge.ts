@@ -29,7 +29,8 @@ import type * as ToolResult from "../../ToolResult.js"
 import type * as ToolRuntime from "../../ToolRuntime.js"
 import { formatReason, INVALID_DESCRIPTION_MESSAGE, requireRuntime } from "./modes.js"
 import { nestedOf } from "../pipeline/pipeline.js"
-import { appendOrFail, type Begun, driveLane, type Failure, Lane } from "../scheduler/scheduler.js"
+import { driveLane } from "../scheduler/driver.js"
+import { appendOrFail, type Begun, type Failure, Lane } from "../scheduler/lane.js"
 
 /** The `run_code` arguments after validation (PTC-1). @internal */
 export interface RunCodeArgs {
