@@ -168,4 +168,4 @@ export {
    * @category models
    */
   type FromSchemaOutput
-} from "./internal/definition/schemaTool.js"
+} from "./internal/definition/schemaTool/fromSchema.js"
