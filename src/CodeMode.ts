@@ -18,6 +18,7 @@ import type { ContextSource } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as Json from "./Json.js"
 import * as codeBridge from "./internal/codeMode/bridge.js"
+import * as codeRun from "./internal/codeMode/codeRun.js"
 import * as internal from "./internal/codeMode/modes.js"
 import { renderOutput } from "./internal/codeMode/render.js"
 import type { JsonValue } from "./Json.js"
@@ -77,7 +78,7 @@ export const CODE_ONLY_TEXT: string = internal.CODE_ONLY_TEXT
  * @since 0.1.0
  * @category constants
  */
-export const IMAGE_CONTEXT_SOURCE: ContextSource = codeBridge.IMAGE_SOURCE
+export const IMAGE_CONTEXT_SOURCE: ContextSource = codeRun.IMAGE_SOURCE
 
 /**
  * @since 0.1.0

@@ -1,7 +1,7 @@
 /**
  * The ordered lane (SCHED-3…5, PTC-9) and the steps of its driver that touch its state: absorbing
  * settlements, blocking until one arrives, the durable appends and the commit of the longest ready
- * prefix. A batch (`batch.ts`) and a `run_code` program (Code Mode's bridge) are lanes;
+ * prefix. A batch (`batch.ts`) and a `run_code` program (`codeMode/codeRun.ts`) are lanes;
  * `driver.ts` drives one.
  *
  * @internal
