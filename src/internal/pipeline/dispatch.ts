@@ -22,10 +22,8 @@ import { withCaptured } from "../base/context.js"
 import {
   cancelled,
   concatContexts,
-  DispatchView,
   failWith,
   frozen,
-  makeRunContext,
   observed,
   type Result,
   type Runtime,
@@ -33,6 +31,7 @@ import {
   withContexts,
   withDeferred
 } from "./execution.js"
+import { DispatchView, makeRunContext } from "./views.js"
 import { interruptible, startNow } from "../base/fibers.js"
 import { createSuccess, type Outcome } from "./output.js"
 import { adoptReturned } from "../base/promise.js"

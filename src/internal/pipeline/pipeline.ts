@@ -1,6 +1,6 @@
 /**
  * The execution pipeline's entry points: the envelope (D-14), the staged steps and the service
- * (spec §8–§15, DECISIONS D-1…D-15). The stages live in `execution.ts` (creation), `gate.ts`,
+ * (spec §8–§15, DECISIONS D-1…D-15). The stages live in `creation.ts`, `gate.ts`,
  * `dispatch.ts` and `finish.ts`.
  *
  * @internal
@@ -21,8 +21,10 @@ import * as Registry from "../../ToolRegistry.js"
 import type { ErrorDetail } from "../../ToolError.js"
 import type * as ToolRuntime from "../../ToolRuntime.js"
 import * as ToolTelemetry from "../../ToolTelemetry.js"
+import { create } from "./creation.js"
 import { dispatchIn, dispatchSync, plainDispatch } from "./dispatch.js"
-import { create, type Result, type Runtime, State, stateOfRunContext, succeedNow } from "./execution.js"
+import { type Result, type Runtime, State, succeedNow } from "./execution.js"
+import { stateOfRunContext } from "./views.js"
 import { finalizeIn, finishIn, finishSync } from "./finish.js"
 import { gate, gateSync } from "./gate.js"
 import { awaitExit, startNow } from "../base/fibers.js"
