@@ -84,4 +84,10 @@ export interface RunContext extends ToolExecution {
   readonly deferContext: (message: UserMessageInput) => void
   /** Marks this execution as concluding the turn if it ends as a success (OUT-7). */
   readonly concludeTurn: () => void
+  /**
+   * Inside a durable batch (D-22): a key stable for this call across runs of its batch (session,
+   * batch and call), the same when a cut body runs again. Pass it to an external API so that an
+   * action is taken once. Absent outside durable batches.
+   */
+  readonly idempotencyKey?: string | undefined
 }

@@ -36,6 +36,25 @@ export interface ToolOutput {
 }
 
 /**
+ * What a durable batch does with a call whose body was running when its process stopped (an
+ * intent journaled, no settle; D-22): `never` (the default) ends the call with an
+ * `OUTCOME_UNKNOWN` error result and does not run the body again; `idempotent` runs it again
+ * with the same `ctx.idempotencyKey`; `safe` runs it again.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ReplayPolicy = "never" | "idempotent" | "safe"
+
+/**
+ * The replay policies, in order of permissiveness.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const replayPolicies: ReadonlyArray<ReplayPolicy> = ["never", "idempotent", "safe"]
+
+/**
  * A registered tool (TYPES-2, DECISIONS D-1). The body is an Effect; `R` is what it needs and
  * is captured when the tool is registered.
  *
@@ -53,6 +72,8 @@ export interface ToolDefinition<R = never> {
   /** Cooperative budget enforced by the timeout policy layer (TIMEOUT-1). */
   readonly timeoutMs?: number | undefined
   readonly isConcurrencySafe?: ((args: JsonValue) => boolean) | undefined
+  /** What a durable batch does with a body cut mid-run (D-22); absent means `never`. */
+  readonly replay?: ReplayPolicy | undefined
   /** Last-mile, content-only transform; runs exactly once per outcome (FIN-3). */
   readonly finalizeContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
   /** Content projection of every post-result, before post-execute (D-1). */

@@ -103,6 +103,32 @@ export const timedOut = (timeoutMs: number): ToolFailure =>
   })
 
 /**
+ * A durable batch's call whose body was running when its process stopped and that is not run
+ * again (D-22, replay `never`, or the batch was stopped): `detail` says why when a journal row
+ * could not be read.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const outcomeUnknown = (detail?: string): ToolFailure =>
+  failure({
+    message: detail === undefined
+      ? OUTCOME_UNKNOWN_MESSAGE
+      : `${OUTCOME_UNKNOWN_MESSAGE} (${detail})`,
+    info: { name: "OutcomeUnknownError", code: Codes.OUTCOME_UNKNOWN }
+  })
+
+/**
+ * The message of {@link outcomeUnknown}.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const OUTCOME_UNKNOWN_MESSAGE =
+  "the outcome of this tool call is unknown: it was interrupted while it ran, so its action may or may not " +
+  "have taken effect, and it was not run again"
+
+/**
  * The code of an error result, if it has one.
  *
  * @since 0.1.0

@@ -186,7 +186,7 @@ export class CodeRun extends Lane {
   }
 
   /** A log failure stops new starts but every started sub-call still commits (one result each). */
-  override commitsAfter(failure: Failure): boolean {
+  override commitsAfter(failure: Failure, _index: number): boolean {
     return failure._tag === "Log"
   }
 

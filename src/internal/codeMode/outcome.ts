@@ -63,6 +63,9 @@ const readResult = (raw: unknown): Read => {
 /** @internal */
 export const plainError = (message: string): Effect.Effect<never, Error> => Effect.fail(new Error(message))
 
+/** A durable batch stopped this run to wait for an approval: the run resumes from its journal. @internal */
+export const SUSPENDED_REASON = "run_code was suspended until an approval is answered"
+
 /**
  * PTC-14: what the body ends with once the program and the lane have both ended.
  *
@@ -71,9 +74,14 @@ export const plainError = (message: string): Effect.Effect<never, Error> => Effe
 export const conclude = (run: CodeRun, exit: Exit.Exit<CodeRunResult, unknown>): Effect.Effect<RunCodeOutput, unknown> => {
   const failure = run.failure
   if (failure !== undefined) {
-    return failure._tag === "Log"
-      ? plainError(`${LOG_FAILED_REASON}: ${failure.error.message}`)
-      : Effect.failCause(failure.cause)
+    switch (failure._tag) {
+      case "Log":
+        return plainError(`${LOG_FAILED_REASON}: ${failure.error.message}`)
+      case "Defect":
+        return Effect.failCause(failure.cause)
+      case "Suspend":
+        return plainError(SUSPENDED_REASON)
+    }
   }
   if (Exit.isFailure(exit)) {
     return Cause.isInterruptedOnly(exit.cause)

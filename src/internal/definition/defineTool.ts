@@ -6,12 +6,12 @@ import type { RunContext, ToolExecution } from "../../Execution.js"
 import type { JsonValue } from "../../Json.js"
 import * as JsonSchema from "../../JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "../../Presentation.js"
-import type { ToolDefinition, ToolOutput } from "../../Tool.js"
+import type { ReplayPolicy, ToolDefinition, ToolOutput } from "../../Tool.js"
 import { detailOf, sanitizeThrown, ToolArgsError, ToolDefinitionError } from "../../ToolError.js"
 import type { ToolResult } from "../../ToolResult.js"
 import * as dsl from "../schema/dsl.js"
 import { adoptReturned } from "../base/promise.js"
-import { isObjectLike } from "./fields.js"
+import { isObjectLike, isReplayPolicy, REPLAY_MESSAGE } from "./fields.js"
 
 const MAX_TIMEOUT_MS = 2147483647
 
@@ -42,6 +42,8 @@ export interface DefineToolOptions<
   readonly output: DefineToolOutput<InferParameters<P>, InferValue<O>> & { readonly schema: O }
   readonly execute: (args: InferParameters<P>, ctx: RunContext) => Out
   readonly timeoutMs?: number | undefined
+  /** What a durable batch does with a body cut mid-run (D-22); default `never`. */
+  readonly replay?: ReplayPolicy | undefined
   readonly deferLoading?: boolean | undefined
   readonly isConcurrencySafe?: ((args: InferParameters<P>) => boolean) | undefined
   readonly finalizeContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
@@ -84,6 +86,7 @@ interface ReadOptions {
   readonly presentResult: unknown
   readonly isConcurrencySafe: unknown
   readonly timeoutMs: unknown
+  readonly replay: unknown
   readonly deferLoading: unknown
   readonly parameters: unknown
 }
@@ -122,6 +125,7 @@ const readOptions = (name: string, options: object): ReadOptions => {
       presentResult: o.presentResult,
       isConcurrencySafe: o.isConcurrencySafe,
       timeoutMs: o.timeoutMs,
+      replay: o.replay,
       deferLoading: o.deferLoading,
       parameters: o.parameters
     }
@@ -181,6 +185,8 @@ export const defineTool = <
   if (deferLoading !== undefined && typeof deferLoading !== "boolean") {
     throw refuse(`defineTool(${name}): deferLoading must be a boolean`)
   }
+  const replay = read.replay
+  if (replay !== undefined && !isReplayPolicy(replay)) throw refuse(`defineTool(${name}): ${REPLAY_MESSAGE}`)
   const parameters = dsl.compileParameters(parameterSpec)
   const schema = dsl.compileValue(outputSchema)
   const validator = JsonSchema.compile(parameters)
@@ -214,6 +220,7 @@ export const defineTool = <
   } = { name, description, parameters, output: Object.freeze(toolOutput), execute }
   if (deferLoading !== undefined) definition.deferLoading = deferLoading as boolean
   if (timeoutMs !== undefined) definition.timeoutMs = timeoutMs as number
+  if (replay !== undefined) definition.replay = replay
   if (isConcurrencySafe !== undefined) {
     definition.isConcurrencySafe = (args) => {
       if (!isValid(args)) return false

@@ -60,6 +60,8 @@ export class State implements ToolRuntime.Execution {
    */
   guard: (<A>(wait: Effect.Effect<A>) => Effect.Effect<A>) | undefined = undefined
   readonly deferred: Array<UserMessage> = []
+  /** The body's `ctx.idempotencyKey`: set by a durable batch before it dispatches the call. */
+  idempotencyKey: string | undefined = undefined
   constructor(
     readonly runtime: Runtime,
     readonly execution: ToolExecution,

@@ -126,6 +126,25 @@ const gateObserved = (
 const handleOf = (created: ToolRuntime.Prepared | State): State =>
   (created instanceof State ? created : created.handle) as State
 
+/** Creation and the call's probe, without the gate: a durable batch journaled the gate's decision. */
+const prepareDecidedIn = (
+  runtime: Runtime,
+  input: ExecuteInput,
+  pending: PendingCaller
+): Effect.Effect<ToolRuntime.Prepared> =>
+  Effect.suspend(() => {
+    const created = create(runtime, input, pending)
+    if (!(created instanceof State)) return succeedNow(created)
+    const decided: ToolRuntime.Prepared = { _tag: "Dispatch", handle: created }
+    const telemetry = runtime.telemetry
+    if (telemetry === undefined) return succeedNow(decided)
+    const { agent, callId, name } = created.execution
+    return Effect.map(telemetry.call({ toolName: name, callId, agent, queuedAt: undefined }), (probe) => {
+      created.probe = probe
+      return decided
+    })
+  })
+
 const prepareIn = (
   runtime: Runtime,
   input: ExecuteInput,
@@ -291,6 +310,22 @@ export interface Nested {
   readonly registry: Registry.Service
 }
 
+/**
+ * What a durable batch needs beyond the staged steps (D-22), keyed by the envelope-free staged
+ * service: `prepareDecided` creates a call whose gate was journaled as allowing it (no
+ * pre-execute, approval or guard runs again); `setIdempotencyKey` gives a prepared call's body its
+ * `ctx.idempotencyKey`.
+ *
+ * @internal
+ */
+export interface Durable {
+  readonly prepareDecided: (input: ExecuteInput) => Effect.Effect<ToolRuntime.Prepared>
+  readonly setIdempotencyKey: (handle: ToolRuntime.Execution, key: string) => void
+}
+
+/** @internal */
+export const durableOf = new WeakMap<ToolRuntime.Service, Durable>()
+
 /** @internal */
 export const nestedOf = (ctx: unknown): Nested | undefined => {
   const state = stateOfRunContext(ctx)
@@ -354,6 +389,13 @@ export const makeWith = (options: { readonly fastPaths: boolean }): Effect.Effec
     finish: (handle, result) => direct(handle, (state) => finishIn(state, result))
   }
   unguardedStaged.set(service, unguarded)
+  durableOf.set(unguarded, {
+    prepareDecided: (input) =>
+      Effect.uninterruptible(Effect.suspend(() => prepareDecidedIn(runtime, input, new PendingCaller()))),
+    setIdempotencyKey: (handle, key) => {
+      if (handle instanceof State && handle.runtime === runtime) handle.idempotencyKey = key
+    }
+  })
   stagedByRuntime.set(runtime, unguarded)
   startedDispatch.set(unguarded, (handle, clock) => {
     if (!(handle instanceof State) || handle.runtime !== runtime || !runtime.fast || handle.probe !== undefined) {

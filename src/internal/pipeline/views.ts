@@ -108,6 +108,9 @@ class BodyContext implements RunContext {
   get signal(): AbortSignal {
     return this.#cancellation.signal()
   }
+  get idempotencyKey(): string | undefined {
+    return this.#state.idempotencyKey
+  }
   /** The state behind a body's run context; `undefined` for anything else (a copy, a Proxy). */
   static stateOf(ctx: unknown): State | undefined {
     return typeof ctx === "object" && ctx !== null && #state in ctx ? (ctx as BodyContext).#state : undefined

@@ -57,10 +57,11 @@ const FAILED_REASON = "the tool-call batch failed"
 
 const parallel: Effect.Effect<ExecutionMode> = Effect.succeed("parallel")
 
-const synthetic = (): ToolResult.ToolResult => Json.deepFreeze(ToolResult.abortedBeforeDispatch())
+/** @internal */
+export const synthetic = (): ToolResult.ToolResult => Json.deepFreeze(ToolResult.abortedBeforeDispatch())
 
-/** One model message's calls: a closed lane. */
-class Batch extends Lane {
+/** One model message's calls: a closed lane. @internal */
+export class Batch extends Lane {
   readonly n: number
   readonly args: Array<unknown>
   readonly parsed: Array<boolean>
@@ -121,12 +122,16 @@ class Batch extends Lane {
   }
 
   committed(index: number, result: ToolResult.ToolResult, synthetic: boolean): Effect.Effect<void> {
-    const callId = this.calls[index].callId
-    this.results[index] = { callId, index, result }
+    this.keep(index, result)
+    return notify(this, { callId: this.calls[index].callId, index, result, synthetic })
+  }
+
+  /** A committed result into the batch's outcome: its place, its contexts, its conclusion. */
+  keep(index: number, result: ToolResult.ToolResult): void {
+    this.results[index] = { callId: this.calls[index].callId, index, result }
     const contexts = result.additionalContexts
     if (contexts !== undefined) for (const context of contexts) this.contexts.push(context)
     if (!result.isError && result.concludesTurn === true) this.concluded = true
-    return notify(this, { callId, index, result, synthetic })
   }
 
   finish(): Effect.Effect<void> {
@@ -174,7 +179,8 @@ class Batch extends Lane {
   }
 }
 
-const notify = (b: Batch, event: CommitEvent): Effect.Effect<void> => {
+/** The commit event to the stream's tap, then to the caller's `onCommit`. @internal */
+export const notify = (b: Batch, event: CommitEvent): Effect.Effect<void> => {
   const frozen = Object.freeze(event)
   const tap = b.tap === undefined ? Effect.void : b.tap(frozen)
   const onCommit = b.onCommit
@@ -196,7 +202,8 @@ const commitSkipped = Effect.fnUntraced(function*(b: Batch) {
   }
 })
 
-const idsOf = (b: Batch, from: number, to: number): Array<string> => {
+/** @internal */
+export const idsOf = (b: Batch, from: number, to: number): Array<string> => {
   const out: Array<string> = []
   for (let i = from; i < to; i++) out.push(b.calls[i].callId)
   return out
@@ -213,6 +220,7 @@ const outcome = (b: Batch): Effect.Effect<BatchResult, LogFailure> => {
     }))
   }
   if (failure._tag === "Defect") return Effect.failCause(failure.cause)
+  if (failure._tag === "Suspend") return Effect.dieMessage("a batch lane cannot suspend")
   return Effect.fail({
     batchId: b.batchId,
     logError: failure.error,

@@ -46,7 +46,7 @@ const start = (l: Lane, index: number, exclusive = false): Effect.Effect<boolean
       if (begun === "failed" || l.failed()) return STARTED
       if (begun === "filled") return Effect.as(pump(l), true)
       return Effect.flatMap(
-        Effect.suspend(() => l.runtime.prepare(l.input(index))).pipe(Effect.catchAllCause(stagedFailure(l))),
+        Effect.suspend(() => l.prepareEntry(index)).pipe(Effect.catchAllCause(stagedFailure(l))),
         (prepared) => afterPrepare(l, index, exclusive, prepared)
       )
     })
@@ -74,7 +74,8 @@ const afterPrepare = (
     l.inFlight++
     l.running.add(index)
     l.handles.set(index, handle)
-    dispatchLater(l, index, handle)
+    if (l.groupCommit === undefined) dispatchLater(l, index, handle)
+    else l.groupCommit.hold(index, handle)
   } else {
     l.ready[index] = { final: outcome.tag === "FinalResult", handle, result: outcome.result as ToolResult.ToolResult }
   }
@@ -91,7 +92,7 @@ const acquire = (l: Lane): Effect.Effect<void> =>
 /** Group barrier: every started entry committed (or, after a failure, nothing left to commit). */
 const awaitCommitted = (l: Lane): Effect.Effect<void> =>
   Effect.flatMap(pump(l), function loop(): Effect.Effect<void> {
-    if ((l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.inFlight > 0) {
+    if ((l.failure === undefined || l.commitsAfter(l.failure, l.cursor)) && l.cursor < l.next && l.inFlight > 0) {
       return Effect.flatMap(waitSettlement(l), () => Effect.flatMap(pump(l), loop))
     }
     return Effect.void

@@ -45,10 +45,33 @@ interface Settlement {
   readonly exit: Exit.Exit<ToolRuntimeNs.Dispatched>
 }
 
-/** Why a lane stopped starting entries (SCHED-10): the log failed, or a staged step died. @internal */
+/**
+ * Why a lane stopped starting entries (SCHED-10): the log failed, a staged step died, or a durable
+ * batch waits for an answer it does not have (`Suspend`: entries before `index` still commit, the
+ * rest end with the run and resume from the journal).
+ *
+ * @internal
+ */
 export type Failure =
   | { readonly _tag: "Log"; readonly error: ToolCallLog.ToolCallLogError }
   | { readonly _tag: "Defect"; readonly cause: Cause.Cause<never> }
+  | { readonly _tag: "Suspend"; readonly index: number }
+
+/**
+ * Rows a lane writes together (group commit, D-24): while the lane holds dispatches or results for
+ * the next write, the driver writes them before it blocks; held dispatches start once their intent
+ * is stored.
+ *
+ * @internal
+ */
+export interface GroupCommit {
+  /** Takes entry i's dispatch until the next write. */
+  readonly hold: (index: number, handle: ToolRuntimeNs.Execution) => void
+  /** Something waits for the next write. */
+  readonly pending: () => boolean
+  /** Writes what waits, then starts the held dispatches; a failure becomes the lane's. */
+  readonly write: Effect.Effect<void>
+}
 
 /** How `begin` left an entry: go on to prepare, its slot already filled, or the lane failed. @internal */
 export type Begun = "prepare" | "filled" | "failed"
@@ -118,6 +141,8 @@ export abstract class Lane {
   settled: Array<Settlement> = []
   /** The driver's wake-up while it waits. */
   wake: ((resume: Effect.Effect<void>) => void) | undefined = undefined
+  /** A durable lane's group commit; `undefined` for a lane whose records are written one by one. */
+  groupCommit: GroupCommit | undefined = undefined
 
   constructor(
     readonly maxParallel: number,
@@ -154,8 +179,13 @@ export abstract class Lane {
    */
   readonly inlineExclusive: boolean = false
 
-  /** Whether commits go on after `failure` (a batch stops committing after any failure). */
-  commitsAfter(_failure: Failure): boolean {
+  /** Prepare (creation, pre-execute, approval, guards) for entry i. */
+  prepareEntry(index: number): Effect.Effect<ToolRuntimeNs.Prepared> {
+    return this.runtime.prepare(this.input(index))
+  }
+
+  /** Whether entry `index` may still commit after `failure` (a batch stops committing after any failure). */
+  commitsAfter(_failure: Failure, _index: number): boolean {
     return false
   }
 
@@ -232,6 +262,8 @@ const blockUnless = (l: Lane, ready: () => boolean): Effect.Effect<void> => {
   })
   return Effect.suspend(() => {
     if (ready()) return Effect.void
+    const group = l.groupCommit
+    if (group !== undefined && group.pending()) return Effect.flatMap(group.write, () => blockUnless(l, ready))
     return l.probe === undefined ? block : Effect.zipRight(l.probe.onWait([...l.running]), block)
   })
 }
@@ -310,7 +342,8 @@ const recordAndHand = (
   })
 
 const committable = (l: Lane): boolean =>
-  (l.failure === undefined || l.commitsAfter(l.failure)) && l.cursor < l.next && l.ready[l.cursor] !== undefined
+  (l.failure === undefined || l.commitsAfter(l.failure, l.cursor)) && l.cursor < l.next &&
+  l.ready[l.cursor] !== undefined
 
 /** Commits the longest ready prefix (after a failure only where the lane allows it). */
 const commitReady = (l: Lane): Effect.Effect<void> =>

@@ -15,7 +15,7 @@ import * as Json from "../../../Json.js"
 import type { JsonValue } from "../../../Json.js"
 import * as JsonSchema from "../../../JsonSchema.js"
 import type { CallView, ResultProjection, ResultView } from "../../../Presentation.js"
-import type { ToolDefinition, ToolOutput } from "../../../Tool.js"
+import type { ReplayPolicy, ToolDefinition, ToolOutput } from "../../../Tool.js"
 import { JsonSchemaError, sanitizeThrown, ToolArgsError, ToolOutputError } from "../../../ToolError.js"
 import type { ToolResult } from "../../../ToolResult.js"
 import { adoptReturned } from "../../base/promise.js"
@@ -55,6 +55,8 @@ export interface FromSchemaOptions<A, I, V, VI, E = never, R = never> {
   /** The body: an Effect, or a Promise (awaited until it settles, even on interruption). */
   readonly execute: (args: A, ctx: RunContext) => Effect.Effect<NoInfer<V>, E, R> | PromiseLike<NoInfer<V>>
   readonly timeoutMs?: number | undefined
+  /** What a durable batch does with a body cut mid-run (D-22); default `never`. */
+  readonly replay?: ReplayPolicy | undefined
   readonly isConcurrencySafe?: ((args: A) => boolean) | undefined
   readonly finalizeContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
   readonly projectContent?: ((exec: ToolExecution, result: ToolResult) => Content | undefined) | undefined
@@ -80,6 +82,7 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
   const render = read.render as FromSchemaOutput<A, V, VI>["render"]
   const presentationMeta = read.presentationMeta as FromSchemaOutput<A, V, VI>["presentationMeta"]
   const timeoutMs = read.timeoutMs as number | undefined
+  const replay = read.replay as ReplayPolicy | undefined
   const isConcurrencySafe = read.isConcurrencySafe as FromSchemaOptions<A, I, V, VI, E, R>["isConcurrencySafe"]
   const finalizeContent = read.finalizeContent as ToolDefinition["finalizeContent"]
   const projectContent = read.projectContent as ToolDefinition["projectContent"]
@@ -219,6 +222,7 @@ export const fromSchema = <A, I, V, VI, E = never, R = never>(
     output,
     execute,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    ...(replay === undefined ? {} : { replay }),
     ...(isConcurrencySafe === undefined ? {} : {
       isConcurrencySafe: (args: JsonValue) => {
         const decoded = softArgs(args)

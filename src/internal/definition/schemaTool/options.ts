@@ -7,7 +7,7 @@
 import * as Schema from "effect/Schema"
 import type * as AST from "effect/SchemaAST"
 import { detailOf, ToolDefinitionError } from "../../../ToolError.js"
-import { isObjectLike, OPTIONAL_CALLBACKS } from "../fields.js"
+import { isObjectLike, isReplayPolicy, OPTIONAL_CALLBACKS, REPLAY_MESSAGE } from "../fields.js"
 
 const MAX_TIMEOUT_MS = 2147483647
 
@@ -22,6 +22,7 @@ interface ReadFromSchema {
   readonly presentationMeta: unknown
   readonly execute: unknown
   readonly timeoutMs: unknown
+  readonly replay: unknown
   readonly isConcurrencySafe: unknown
   readonly finalizeContent: unknown
   readonly projectContent: unknown
@@ -83,6 +84,7 @@ export const readFromSchemaOptions = (
       presentationMeta,
       execute: o.execute,
       timeoutMs: o.timeoutMs,
+      replay: o.replay,
       isConcurrencySafe: o.isConcurrencySafe,
       finalizeContent: o.finalizeContent,
       projectContent: o.projectContent,
@@ -120,5 +122,6 @@ export const readFromSchemaOptions = (
   if (read.deferLoading !== undefined && typeof read.deferLoading !== "boolean") {
     throw refuse(`fromSchema(${name}): deferLoading must be a boolean`)
   }
+  if (read.replay !== undefined && !isReplayPolicy(read.replay)) throw refuse(`fromSchema(${name}): ${REPLAY_MESSAGE}`)
   return { ...read, parametersAst, schemaAst }
 }
