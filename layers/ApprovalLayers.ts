@@ -25,7 +25,7 @@ import {
   make
 } from "../src/Approval.js"
 import * as ApprovalService from "../src/ApprovalService.js"
-import { readAnswer } from "../src/internal/approval/service.js"
+import { readAnswer } from "../src/internal/approval/reading.js"
 import type { ToolCallLog } from "../src/ToolCallLog.js"
 import type { ToolRegistry } from "../src/ToolRegistry.js"
 
