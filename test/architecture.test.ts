@@ -35,6 +35,7 @@ const ORDER: ReadonlyArray<string> = [
   "src/internal/facade",
   "layers/internal/sql",
   "layers/internal/registry",
+  "layers/internal/approval",
   "layers/internal/quickjs",
   "layers/internal/python",
   "layers/internal/pyodide",
