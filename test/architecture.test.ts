@@ -36,6 +36,7 @@ const ORDER: ReadonlyArray<string> = [
   "layers/internal/sql",
   "layers/internal/registry",
   "layers/internal/approval",
+  "layers/internal/presets",
   "layers/internal/quickjs",
   "layers/internal/python",
   "layers/internal/pyodide",
