@@ -12,7 +12,11 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type ApprovalOutcome, type ApprovalRequest, ApprovalRequestError as RequestError } from "../../../src/Approval.js"
+import {
+  type ApprovalOutcome,
+  type ApprovalRequest,
+  ApprovalRequestError as RequestError
+} from "../../../src/Approval.js"
 import type * as ApprovalService from "../../../src/ApprovalService.js"
 import { readAnswer } from "../../../src/internal/approval/reading.js"
 import type { ApprovalAnswerErrorReason as Reason, Interactive, PendingApproval } from "../../ApprovalLayers.js"

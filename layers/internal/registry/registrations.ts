@@ -60,7 +60,10 @@ export type Registrations = Pick<
  *
  * @internal
  */
-export const registrations = (state: State, publish: (change: RegistryChange) => Effect.Effect<void>): Registrations => {
+export const registrations = (
+  state: State,
+  publish: (change: RegistryChange) => Effect.Effect<void>
+): Registrations => {
   const declareAgent = (
     agent: AgentId,
     options?: { readonly parent?: AgentId | undefined }

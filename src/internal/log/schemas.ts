@@ -134,7 +134,12 @@ export const CorruptRecord = Schema.Struct({
 }).annotations({ identifier: "CorruptRecord" })
 
 /** @internal */
-export const resultRecord = (batchId: string, index: number, callId: string, result: ToolResult): ToolCallLog.ToolResultRecord => {
+export const resultRecord = (
+  batchId: string,
+  index: number,
+  callId: string,
+  result: ToolResult
+): ToolCallLog.ToolResultRecord => {
   const info = result.isError ? result.error.info : undefined
   const meta = result.meta
   const base = {
