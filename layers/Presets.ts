@@ -6,25 +6,23 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Approval } from "../src/Approval.js"
 import type { ApprovalGrants } from "../src/ApprovalGrants.js"
-import * as ApprovalService from "../src/ApprovalService.js"
-import * as CodeMode from "../src/CodeMode.js"
+import type * as ApprovalService from "../src/ApprovalService.js"
 import type { CodeRuntime } from "../src/CodeRuntime.js"
 import * as IdGenerator from "../src/IdGenerator.js"
 import type * as Tool from "../src/Tool.js"
 import type { ToolCallLog } from "../src/ToolCallLog.js"
-import { detailOf, type JsonSchemaError } from "../src/ToolError.js"
-import { ToolRegistry, type ToolRegistrationError } from "../src/ToolRegistry.js"
-import * as ToolRuntime from "../src/ToolRuntime.js"
+import type { JsonSchemaError } from "../src/ToolError.js"
+import type { ToolRegistrationError, ToolRegistry } from "../src/ToolRegistry.js"
+import type * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
-import * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
-import { isPresentationMode } from "./internal/registry/checks.js"
-import * as TimeoutPolicy from "./TimeoutPolicy.js"
+import type * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
+import { approvalLayer, assemble } from "./internal/presets/assemble.js"
+import { APPROVAL_KEYS, checkValues, readKeys, readOptions } from "./internal/presets/options.js"
+import type * as TimeoutPolicy from "./TimeoutPolicy.js"
 import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
-import * as ToolCallLogNoop from "./ToolCallLogNoop.js"
 
 /**
  * What {@link layer} assembles. Every field is optional and read exactly once, when `layer` is
@@ -167,168 +165,6 @@ export const layer = <
   return assemble(read) as never
 }
 
-const assemble = (read: Read): Layer.Layer<never, unknown, unknown> => {
-  const base = Layer.mergeAll(
-    read.codeMode === undefined ? InMemoryToolRegistry.layer : InMemoryToolRegistry.layerCodeMode(read.codeMode),
-    read.ids ?? IdGenerator.layerRandom,
-    read.log ?? ToolCallLogNoop.layer,
-    read.codeRuntime ?? Layer.empty
-  )
-  const services = read.approval === undefined ? base : read.approval.pipe(Layer.provideMerge(base))
-  const policies = Layer.mergeAll(
-    ToolRuntime.layer,
-    read.timeout === false ? Layer.empty : TimeoutPolicy.layerWith(read.timeout),
-    read.tools.length === 0 ? Layer.empty : registering(read.tools)
-  )
-  return policies.pipe(Layer.provideMerge(services))
-}
-
-const registering = (tools: ReadonlyArray<Tool.Any>): Layer.Layer<never, unknown, unknown> =>
-  Layer.scopedDiscard(
-    Effect.flatMap(ToolRegistry, (registry) => Effect.forEach(tools, (tool) => registry.register(tool), { discard: true }))
-  )
-
-interface Read {
-  readonly tools: ReadonlyArray<Tool.Any>
-  readonly approval: Layer.Layer<never, unknown, unknown> | undefined
-  readonly log: Layer.Layer<ToolCallLog, unknown, unknown> | undefined
-  readonly ids: Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> | undefined
-  readonly timeout: false | TimeoutPolicy.Options | undefined
-  readonly codeMode: InMemoryToolRegistry.CodeModeOptions | undefined
-  readonly codeRuntime: Layer.Layer<CodeRuntime, unknown, unknown> | undefined
-}
-
-const KEYS = ["tools", "approval", "log", "timeout", "ids", "codeMode", "codeRuntime"] as const
-
-const prefix = "Presets.layer"
-
-/** Reads `keys` of `options` once each into a null-prototype record; a string is the message of the defect. */
-const readKeys = <K extends string>(
-  label: string,
-  options: unknown,
-  keys: ReadonlyArray<K>
-): Record<K, unknown> | string => {
-  if ((typeof options !== "object" && typeof options !== "function") || options === null) {
-    return `${label} options must be an object`
-  }
-  const values: Record<K, unknown> = Object.create(null)
-  for (const key of keys) {
-    try {
-      values[key] = (options as Record<string, unknown>)[key]
-    } catch (thrown) {
-      return `${label} could not read option "${key}": ${detailOf(thrown).message}`
-    }
-  }
-  return values
-}
-
-/** Each option read once, then checked; a string is the message of the defect. */
-const readOptions = (options: unknown): Read | string => {
-  if (options === undefined) {
-    return {
-      tools: [],
-      approval: undefined,
-      log: undefined,
-      ids: undefined,
-      timeout: undefined,
-      codeMode: undefined,
-      codeRuntime: undefined
-    }
-  }
-  const values = readKeys(prefix, options, KEYS)
-  if (typeof values === "string") return values
-  return checkValues(prefix, values)
-}
-
-/** The options' values (read once), checked; a string is the message of the defect. */
-const checkValues = (label: string, values: Readonly<Record<(typeof KEYS)[number], unknown>>): Read | string => {
-  const tools = copyTools(label, values.tools)
-  if (typeof tools === "string") return tools
-  for (const key of ["approval", "log", "ids", "codeRuntime"] as const) {
-    const value = values[key]
-    if (value !== undefined && !isLayer(value)) return `${label} option "${key}" must be a Layer`
-  }
-  const timeout = readTimeout(label, values.timeout)
-  if (typeof timeout === "string") return timeout
-  const codeMode = readCodeMode(label, values.codeMode)
-  if (typeof codeMode === "string") return codeMode
-  return {
-    tools,
-    approval: values.approval as Read["approval"],
-    log: values.log as Read["log"],
-    ids: values.ids as Read["ids"],
-    timeout,
-    codeMode,
-    codeRuntime: values.codeRuntime as Read["codeRuntime"]
-  }
-}
-
-const isLayer = (value: unknown): boolean => {
-  try {
-    return Layer.isLayer(value)
-  } catch {
-    return false
-  }
-}
-
-const copyTools = (prefix: string, tools: unknown): ReadonlyArray<Tool.Any> | string => {
-  if (tools === undefined) return []
-  try {
-    if (!Array.isArray(tools)) return `${prefix} option "tools" must be an array of tool definitions`
-    const length = tools.length
-    const out: Array<Tool.Any> = []
-    for (let i = 0; i < length; i++) out.push(tools[i] as Tool.Any)
-    return out
-  } catch (thrown) {
-    return `${prefix} could not read option "tools": ${detailOf(thrown).message}`
-  }
-}
-
-const readTimeout = (prefix: string, timeout: unknown): false | TimeoutPolicy.Options | undefined | string => {
-  if (timeout === undefined || timeout === true) return undefined
-  if (timeout === false) return false
-  const shape = `${prefix} option "timeout" must be true, false or { defaultTimeoutMs }`
-  if (typeof timeout !== "object" || timeout === null) return shape
-  let ms: unknown
-  try {
-    if (Array.isArray(timeout)) return shape
-    ms = (timeout as TimeoutPolicy.Options).defaultTimeoutMs
-  } catch (thrown) {
-    return `${prefix} could not read option "timeout": ${detailOf(thrown).message}`
-  }
-  if (ms === undefined) return undefined
-  if (!TimeoutPolicy.isValidTimeout(ms)) {
-    return `${prefix} option "timeout.defaultTimeoutMs" must be a positive finite number no greater than ${TimeoutPolicy.MAX_TIMEOUT_MS}`
-  }
-  return { defaultTimeoutMs: ms }
-}
-
-/** `codeMode`'s fields, read once each into a fresh options object; a string is the message of the defect. */
-const readCodeMode = (
-  prefix: string,
-  codeMode: unknown
-): InMemoryToolRegistry.CodeModeOptions | undefined | string => {
-  if (codeMode === undefined) return undefined
-  const shape = `${prefix} option "codeMode" must be an object`
-  if (typeof codeMode !== "object" || codeMode === null) return shape
-  let mode: unknown, maxParallelSubCalls: unknown
-  try {
-    if (Array.isArray(codeMode)) return shape
-    const record = codeMode as Record<string, unknown>
-    mode = record.mode
-    maxParallelSubCalls = record.maxParallelSubCalls
-  } catch (thrown) {
-    return `${prefix} could not read option "codeMode": ${detailOf(thrown).message}`
-  }
-  if (mode !== undefined && !isPresentationMode(mode)) {
-    return `${prefix} option "codeMode.mode" must be "native", "code" or "both"`
-  }
-  if (maxParallelSubCalls !== undefined && !CodeMode.isValidMaxParallelSubCalls(maxParallelSubCalls)) {
-    return `${prefix} option "codeMode.maxParallelSubCalls" must be a positive integer`
-  }
-  return { mode, maxParallelSubCalls }
-}
-
 /**
  * The default runtime, `layer()`: in-memory registry, timeout policy on, no approval service
  * (so every `ask` is denied), the no-op log, random context ids.
@@ -447,55 +283,4 @@ export const layerApproval = <
   const approval = approvalLayer(label, values)
   if (typeof approval === "string") return Layer.die(new Cause.IllegalArgumentException(approval))
   return assemble({ ...read, approval }) as never
-}
-
-const APPROVAL_KEYS = [
-  "tools",
-  "log",
-  "timeout",
-  "ids",
-  "codeMode",
-  "codeRuntime",
-  "policy",
-  "grants",
-  "interactive",
-  "approvalIds"
-] as const
-
-/** The approval service {@link layerApproval} wires in, from its checked options. */
-const approvalLayer = (
-  label: string,
-  values: Readonly<Record<(typeof APPROVAL_KEYS)[number], unknown>>
-): Layer.Layer<never, unknown, unknown> | string => {
-  const { approvalIds, grants, interactive, policy } = values
-  if (policy !== undefined && policy !== "ask" && policy !== "never") {
-    return `${label} option "policy" must be "ask" or "never"`
-  }
-  if (grants !== undefined && !isLayer(grants)) return `${label} option "grants" must be a Layer`
-  if (interactive !== undefined && typeof interactive !== "boolean") {
-    return `${label} option "interactive" must be a boolean`
-  }
-  let ids: IdGenerator.Service | undefined
-  try {
-    const next = typeof approvalIds === "object" && approvalIds !== null
-      ? (approvalIds as { readonly next?: unknown }).next
-      : undefined
-    if (approvalIds !== undefined && typeof next !== "function") {
-      return `${label} option "approvalIds" must be an IdGenerator service`
-    }
-    ids = approvalIds as IdGenerator.Service | undefined
-  } catch (thrown) {
-    return `${label} could not read option "approvalIds": ${detailOf(thrown).message}`
-  }
-  const serviceOptions: ApprovalService.Options = { policy, ids }
-  const service = interactive === true
-    ? ApprovalLayers.layerInteractiveService(serviceOptions)
-    : ApprovalService.layer(serviceOptions)
-  return (grants === undefined
-    ? service
-    : service.pipe(Layer.provideMerge(grants as Layer.Layer<ApprovalGrants, unknown, unknown>))) as Layer.Layer<
-      never,
-      unknown,
-      unknown
-    >
 }

@@ -9,13 +9,12 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
-import { ContentBlockSchema } from "./Content.js"
-import * as Json from "./Json.js"
+import type * as Schema from "effect/Schema"
 import type { JsonValue } from "./Json.js"
-import * as internal from "./internal/log/records.js"
+import * as codec from "./internal/log/codec.js"
+import * as schemas from "./internal/log/schemas.js"
+import { ToolCallLogError } from "./internal/log/schemas.js"
+import * as internal from "./internal/log/service.js"
 import type { ToolResult } from "./ToolResult.js"
 
 /**
@@ -25,14 +24,7 @@ import type { ToolResult } from "./ToolResult.js"
  * @since 0.1.0
  * @category schemas
  */
-export const JsonValueSchema: Schema.Schema<JsonValue> = Schema.declare(
-  (input: unknown): input is JsonValue => Json.isLossless(input),
-  { identifier: "JsonValue", message: () => "Expected a lossless JSON value" }
-)
-
-const Content = internal.keepingUndeclaredKeys(Schema.Array(ContentBlockSchema), "Content")
-
-const ErrorInfo = internal.keepingUndeclaredKeys(Schema.Struct({ name: Schema.String, code: Schema.String }), "ErrorInfo")
+export const JsonValueSchema: Schema.Schema<JsonValue> = schemas.JsonValueSchema
 
 /**
  * `tool/call` (SCHED-7): the model's raw argument text, appended immediately before the call's
@@ -41,14 +33,7 @@ const ErrorInfo = internal.keepingUndeclaredKeys(Schema.Struct({ name: Schema.St
  * @since 0.1.0
  * @category schemas
  */
-export const ToolCallRecord = Schema.TaggedStruct("tool/call", {
-  batchId: Schema.String,
-  index: Schema.NonNegativeInt,
-  callId: Schema.String,
-  name: Schema.String,
-  agent: Schema.optionalWith(Schema.String, { exact: true }),
-  arguments: Schema.String
-}).annotations({ identifier: "ToolCallRecord" })
+export const ToolCallRecord = schemas.ToolCallRecord
 
 /**
  * @since 0.1.0
@@ -65,15 +50,7 @@ export interface ToolCallRecord extends Schema.Schema.Type<typeof ToolCallRecord
  * @since 0.1.0
  * @category schemas
  */
-export const ToolResultRecord = Schema.TaggedStruct("tool/result", {
-  batchId: Schema.String,
-  index: Schema.NonNegativeInt,
-  callId: Schema.String,
-  content: Content,
-  isError: Schema.Boolean,
-  error: Schema.optionalWith(ErrorInfo, { exact: true }),
-  meta: Schema.optionalWith(JsonValueSchema, { exact: true })
-}).annotations({ identifier: "ToolResultRecord" })
+export const ToolResultRecord = schemas.ToolResultRecord
 
 /**
  * @since 0.1.0
@@ -88,13 +65,7 @@ export interface ToolResultRecord extends Schema.Schema.Type<typeof ToolResultRe
  * @since 0.1.0
  * @category schemas
  */
-export const CodeDispatchStartRecord = Schema.TaggedStruct("tool/code-dispatch-start", {
-  rootCallId: Schema.String,
-  parentCallId: Schema.String,
-  subCallId: Schema.String,
-  name: Schema.String,
-  arguments: JsonValueSchema
-}).annotations({ identifier: "CodeDispatchStartRecord" })
+export const CodeDispatchStartRecord = schemas.CodeDispatchStartRecord
 
 /**
  * @since 0.1.0
@@ -109,15 +80,7 @@ export interface CodeDispatchStartRecord extends Schema.Schema.Type<typeof CodeD
  * @since 0.1.0
  * @category schemas
  */
-export const CodeDispatchRecord = Schema.TaggedStruct("tool/code-dispatch", {
-  rootCallId: Schema.String,
-  parentCallId: Schema.String,
-  subCallId: Schema.String,
-  name: Schema.String,
-  arguments: JsonValueSchema,
-  isError: Schema.Boolean,
-  content: Content
-}).annotations({ identifier: "CodeDispatchRecord" })
+export const CodeDispatchRecord = schemas.CodeDispatchRecord
 
 /**
  * @since 0.1.0
@@ -133,18 +96,13 @@ export interface CodeDispatchRecord extends Schema.Schema.Type<typeof CodeDispat
  * @since 0.1.0
  * @category schemas
  */
-export const ApprovalDecider = Schema.Union(
-  Schema.Literal("answerer", "policy", "abort", "error"),
-  Schema.TemplateLiteral(Schema.Literal("grant:"), Schema.String).pipe(Schema.minLength(7))
-).annotations({ identifier: "ApprovalDecider" })
+export const ApprovalDecider = schemas.ApprovalDecider
 
 /**
  * @since 0.1.0
  * @category models
  */
 export type ApprovalDecider = Schema.Schema.Type<typeof ApprovalDecider>
-
-const Outcome = Schema.Literal("allowed-once", "rejected", "cancelled", "unavailable")
 
 /**
  * `approval/asked`: the approval service received a request. `id` pairs it with its one
@@ -153,14 +111,7 @@ const Outcome = Schema.Literal("allowed-once", "rejected", "cancelled", "unavail
  * @since 0.1.0
  * @category schemas
  */
-export const ApprovalAskedRecord = Schema.TaggedStruct("approval/asked", {
-  id: Schema.String,
-  toolName: Schema.String,
-  callId: Schema.String,
-  agent: Schema.String,
-  reason: Schema.optionalWith(Schema.String, { exact: true }),
-  argumentsDigest: Schema.String
-}).annotations({ identifier: "ApprovalAskedRecord" })
+export const ApprovalAskedRecord = schemas.ApprovalAskedRecord
 
 /**
  * @since 0.1.0
@@ -175,12 +126,7 @@ export interface ApprovalAskedRecord extends Schema.Schema.Type<typeof ApprovalA
  * @since 0.1.0
  * @category schemas
  */
-export const ApprovalDecidedRecord = Schema.TaggedStruct("approval/decided", {
-  id: Schema.String,
-  outcome: Outcome,
-  by: ApprovalDecider,
-  remembered: Schema.optionalWith(Schema.String, { exact: true })
-}).annotations({ identifier: "ApprovalDecidedRecord" })
+export const ApprovalDecidedRecord = schemas.ApprovalDecidedRecord
 
 /**
  * @since 0.1.0
@@ -196,11 +142,7 @@ export interface ApprovalDecidedRecord extends Schema.Schema.Type<typeof Approva
  * @since 0.1.0
  * @category schemas
  */
-export const ApprovalLateRecord = Schema.TaggedStruct("approval/late", {
-  id: Schema.String,
-  outcome: Outcome,
-  by: Schema.Literal("answerer", "error")
-}).annotations({ identifier: "ApprovalLateRecord" })
+export const ApprovalLateRecord = schemas.ApprovalLateRecord
 
 /**
  * @since 0.1.0
@@ -228,8 +170,7 @@ export const approvalTags: ReadonlyArray<ApprovalRecord["_tag"]> = ["approval/as
  * @since 0.1.0
  * @category guards
  */
-export const isApprovalRecord = (record: LogRecord): record is ApprovalRecord =>
-  record._tag === "approval/asked" || record._tag === "approval/decided" || record._tag === "approval/late"
+export const isApprovalRecord: (record: LogRecord) => record is ApprovalRecord = schemas.isApprovalRecord
 
 /**
  * Any durable record, discriminated by `_tag`. Decoding drops undeclared top-level keys (so a
@@ -239,15 +180,7 @@ export const isApprovalRecord = (record: LogRecord): record is ApprovalRecord =>
  * @since 0.1.0
  * @category schemas
  */
-export const LogRecord: Schema.Schema<LogRecord> = Schema.Union(
-  ToolCallRecord,
-  ToolResultRecord,
-  CodeDispatchStartRecord,
-  CodeDispatchRecord,
-  ApprovalAskedRecord,
-  ApprovalDecidedRecord,
-  ApprovalLateRecord
-)
+export const LogRecord: Schema.Schema<LogRecord> = schemas.LogRecord
 
 /**
  * @since 0.1.0
@@ -268,10 +201,7 @@ export type LogRecord =
  * @since 0.1.0
  * @category errors
  */
-export const ToolCallLogErrorReason = Schema.Union(
-  Schema.TaggedStruct("InvalidOption", { option: Schema.String }),
-  Schema.TaggedStruct("TableLayout", { table: Schema.String, differences: Schema.Array(Schema.String) })
-).annotations({ identifier: "ToolCallLogErrorReason" })
+export const ToolCallLogErrorReason = schemas.ToolCallLogErrorReason
 
 /**
  * @since 0.1.0
@@ -279,21 +209,17 @@ export const ToolCallLogErrorReason = Schema.Union(
  */
 export type ToolCallLogErrorReason = Schema.Schema.Type<typeof ToolCallLogErrorReason>
 
-/**
- * The log itself failed (storage error, a record that does not match its schema, or a backend
- * that cannot open). The scheduler drains and reports it (D-16). `reason` is present only for
- * configuration problems found when a backend opens (see {@link ToolCallLogErrorReason}).
- *
- * @since 0.1.0
- * @category errors
- */
-export class ToolCallLogError extends Schema.TaggedError<ToolCallLogError>("effect-tool-runtime/ToolCallLogError")(
-  "ToolCallLogError",
-  {
-    message: Schema.String,
-    reason: Schema.optionalWith(ToolCallLogErrorReason, { exact: true })
-  }
-) {}
+export {
+  /**
+   * The log itself failed (storage error, a record that does not match its schema, or a backend
+   * that cannot open). The scheduler drains and reports it (D-16). `reason` is present only for
+   * configuration problems found when a backend opens (see {@link ToolCallLogErrorReason}).
+   *
+   * @since 0.1.0
+   * @category errors
+   */
+  ToolCallLogError
+}
 
 /**
  * A stored entry that could not be read back as a record (D-18): its sequence number in the
@@ -302,10 +228,7 @@ export class ToolCallLogError extends Schema.TaggedError<ToolCallLogError>("effe
  * @since 0.1.0
  * @category schemas
  */
-export const CorruptRecord = Schema.Struct({
-  sequence: Schema.Number,
-  reason: Schema.String
-}).annotations({ identifier: "CorruptRecord" })
+export const CorruptRecord = schemas.CorruptRecord
 
 /**
  * @since 0.1.0
@@ -358,11 +281,6 @@ export interface Service {
  */
 export class ToolCallLog extends Context.Tag("effect-tool-runtime/ToolCallLog")<ToolCallLog, Service>() {}
 
-const warnCorrupt = (entry: CorruptRecord): Effect.Effect<void> =>
-  Effect.logWarning(`tool call log skipped a corrupt record (seq ${entry.sequence}): ${entry.reason}`).pipe(
-    Effect.annotateLogs({ sequence: entry.sequence, reason: entry.reason })
-  )
-
 /**
  * A log service from its `append` and `contents`: `records` is `contents`' records, and each
  * corrupt entry is logged as a warning (`tool call log skipped a corrupt record (seq <n>): <reason>`).
@@ -370,27 +288,12 @@ const warnCorrupt = (entry: CorruptRecord): Effect.Effect<void> =>
  * @since 0.1.0
  * @category constructors
  */
-export const make = (implementation: {
+export const make: (implementation: {
   readonly append: (record: LogRecord) => Effect.Effect<void, ToolCallLogError>
   readonly contents: Effect.Effect<LogContents, ToolCallLogError>
   /** The approval audit records only (and the corrupt entries among them), when cheaper than `contents`. */
   readonly approvalContents?: Effect.Effect<LogContents, ToolCallLogError> | undefined
-}): Service => {
-  const contents = implementation.contents
-  const readable = (read: LogContents) =>
-    read.corrupt.length === 0
-      ? Effect.succeed(read.records)
-      : Effect.as(Effect.forEach(read.corrupt, warnCorrupt, { discard: true }), read.records)
-  const service: Service = { append: implementation.append, contents, records: Effect.flatMap(contents, readable) }
-  const approvalContents = implementation.approvalContents
-  if (approvalContents === undefined) return service
-  return {
-    ...service,
-    approvalRecords: Effect.flatMap(approvalContents, readable).pipe(
-      Effect.map((records) => records.filter(isApprovalRecord))
-    )
-  }
-}
+}) => Service = internal.make
 
 /**
  * The {@link LogContents} of any log service: its `contents`, or its `records` with no corrupt
@@ -399,8 +302,7 @@ export const make = (implementation: {
  * @since 0.1.0
  * @category combinators
  */
-export const readContents = (service: Service): Effect.Effect<LogContents, ToolCallLogError> =>
-  service.contents ?? Effect.map(service.records, (records): LogContents => ({ records, corrupt: [] }))
+export const readContents: (service: Service) => Effect.Effect<LogContents, ToolCallLogError> = internal.readContents
 
 /**
  * The {@link LogContents} of the log in context (see {@link readContents}).
@@ -436,26 +338,7 @@ export interface ApprovalAudit {
  * @since 0.1.0
  * @category combinators
  */
-export const approvalAudit = (records: ReadonlyArray<LogRecord>): Array<ApprovalAudit> => {
-  const byId = new Map<string, {
-    id: string
-    asked?: ApprovalAskedRecord
-    decided?: ApprovalDecidedRecord
-    late: Array<ApprovalLateRecord>
-  }>()
-  for (const record of records) {
-    if (!isApprovalRecord(record)) continue
-    let entry = byId.get(record.id)
-    if (entry === undefined) {
-      entry = { id: record.id, late: [] }
-      byId.set(record.id, entry)
-    }
-    if (record._tag === "approval/asked") entry.asked ??= record
-    else if (record._tag === "approval/decided") entry.decided ??= record
-    else entry.late.push(record)
-  }
-  return Array.from(byId.values())
-}
+export const approvalAudit: (records: ReadonlyArray<LogRecord>) => Array<ApprovalAudit> = internal.approvalAudit
 
 /**
  * The approval audit of the log in context ({@link approvalAudit} over its approval records;
@@ -481,75 +364,8 @@ export const approvals: Effect.Effect<ReadonlyArray<ApprovalAudit>, ToolCallLogE
  * @since 0.1.0
  * @category constructors
  */
-export const resultRecord = (batchId: string, index: number, callId: string, result: ToolResult): ToolResultRecord => {
-  const info = result.isError ? result.error.info : undefined
-  const meta = result.meta
-  const base = {
-    _tag: "tool/result" as const,
-    batchId,
-    index,
-    callId,
-    content: result.content,
-    isError: result.isError
-  }
-  if (info === undefined) return meta === undefined ? base : { ...base, meta }
-  const error = { name: info.name, code: info.code }
-  return meta === undefined ? { ...base, error } : { ...base, error, meta }
-}
-
-type Parser = (input: unknown) => Either.Either<LogRecord, ParseResult.ParseError>
-
-const validateAny: Parser = Schema.validateEither(LogRecord)
-const decodeAny: Parser = Schema.decodeUnknownEither(LogRecord)
-
-type ParserOf = <A, I>(schema: Schema.Schema<A, I>) => (input: unknown) => Either.Either<A, ParseResult.ParseError>
-
-const byTag = (make: ParserOf): ReadonlyMap<unknown, Parser> =>
-  new Map<unknown, Parser>([
-    ["tool/call", make(ToolCallRecord)],
-    ["tool/result", make(ToolResultRecord)],
-    ["tool/code-dispatch-start", make(CodeDispatchStartRecord)],
-    ["tool/code-dispatch", make(CodeDispatchRecord)],
-    ["approval/asked", make(ApprovalAskedRecord)],
-    ["approval/decided", make(ApprovalDecidedRecord)],
-    ["approval/late", make(ApprovalLateRecord)]
-  ])
-
-const validators = byTag((schema) => Schema.validateEither(schema))
-const decoders = byTag((schema) => Schema.decodeUnknownEither(schema))
-
-const tagOf = (input: unknown): unknown =>
-  Json.isPlainRecord(input) ? (input as { readonly _tag?: unknown })._tag : undefined
-
-const MAX_MESSAGE = 300
-
-const withPath = (path: ReadonlyArray<PropertyKey>, message: string): string => {
-  if (path.length === 0) return message
-  const at = internal.formatPath(path)
-  return message === "is missing" ? `${at} is missing` : `${at}: ${message}`
-}
-
-const firstIssue = (error: ParseResult.ParseError): string => {
-  try {
-    const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
-    if (issue !== undefined && issue.message.length <= MAX_MESSAGE) return withPath(issue.path, issue.message)
-  } catch {
-    // Schema's formatter recurses into the offending value; very deep values overflow the stack.
-  }
-  const fallback = internal.plainIssue(error.issue)
-  return withPath(fallback.path, fallback.message)
-}
-
-const fail = (message: string): Effect.Effect<never, ToolCallLogError> => Effect.fail(new ToolCallLogError({ message }))
-
-const check = (record: unknown, freeze: boolean): Effect.Effect<LogRecord, ToolCallLogError> => {
-  const snap = Json.snapshot(record)
-  if (snap._tag === "Threw") return fail(`tool call log record could not be read: ${internal.messageOf(snap.error)}`)
-  if (snap._tag === "NotLossless") return fail("tool call log record must be lossless JSON")
-  const checked = (validators.get(tagOf(snap.value)) ?? validateAny)(snap.value)
-  if (Either.isLeft(checked)) return fail(`invalid tool call log record: ${firstIssue(checked.left)}`)
-  return Effect.succeed(freeze ? Json.deepFreeze(checked.right) : checked.right)
-}
+export const resultRecord: (batchId: string, index: number, callId: string, result: ToolResult) => ToolResultRecord =
+  schemas.resultRecord
 
 /**
  * Checks a record against {@link LogRecord} and returns a detached, deep-frozen copy without
@@ -560,8 +376,7 @@ const check = (record: unknown, freeze: boolean): Effect.Effect<LogRecord, ToolC
  * @since 0.1.0
  * @category constructors
  */
-export const validate = (record: unknown): Effect.Effect<LogRecord, ToolCallLogError> =>
-  Effect.suspend(() => check(record, true))
+export const validate: (record: unknown) => Effect.Effect<LogRecord, ToolCallLogError> = codec.validate
 
 /**
  * {@link validate} followed by JSON text (the storage form of SQL backends). Deeply nested
@@ -570,10 +385,7 @@ export const validate = (record: unknown): Effect.Effect<LogRecord, ToolCallLogE
  * @since 0.1.0
  * @category constructors
  */
-export const encodeJson = (record: unknown): Effect.Effect<string, ToolCallLogError> =>
-  Effect.suspend(() =>
-    Effect.map(check(record, false), (checked) => internal.stringify(checked as unknown as JsonValue))
-  )
+export const encodeJson: (record: unknown) => Effect.Effect<string, ToolCallLogError> = codec.encodeJson
 
 /**
  * Parses JSON text written by {@link encodeJson} back into a deep-frozen record. Fails with
@@ -583,15 +395,4 @@ export const encodeJson = (record: unknown): Effect.Effect<string, ToolCallLogEr
  * @since 0.1.0
  * @category constructors
  */
-export const decodeJson = (text: string): Effect.Effect<LogRecord, ToolCallLogError> =>
-  Effect.suspend(() => {
-    let parsed: unknown
-    try {
-      parsed = JSON.parse(text)
-    } catch (error) {
-      return fail(`stored tool call log record is not JSON: ${internal.messageOf(error)}`)
-    }
-    const decoded = (decoders.get(tagOf(parsed)) ?? decodeAny)(parsed)
-    if (Either.isLeft(decoded)) return fail(`invalid stored tool call log record: ${firstIssue(decoded.left)}`)
-    return Effect.succeed(Json.deepFreeze(decoded.right))
-  })
+export const decodeJson: (text: string) => Effect.Effect<LogRecord, ToolCallLogError> = codec.decodeJson

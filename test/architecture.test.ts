@@ -35,6 +35,8 @@ const ORDER: ReadonlyArray<string> = [
   "src/internal/facade",
   "layers/internal/sql",
   "layers/internal/registry",
+  "layers/internal/approval",
+  "layers/internal/presets",
   "layers/internal/quickjs",
   "layers/internal/python",
   "layers/internal/pyodide",

@@ -1,5 +1,8 @@
 /**
- * The audited approval service (APPR-6 without the session precondition, D-7, D-14, D-18).
+ * The audited approval service (APPR-6 without the session precondition, D-7, D-14, D-18): one
+ * request audited as `approval/asked`, decided by a grant, the policy, the answerer chain or the
+ * call's abort, remembered when asked to, and audited as `approval/decided` (late answers as
+ * `approval/late`); answerers and policies registered per agent.
  *
  * @internal
  */
@@ -19,94 +22,23 @@ import type { ApprovalOutcome, ApprovalRequest } from "../../Approval.js"
 import * as ApprovalGrants from "../../ApprovalGrants.js"
 import type * as ApprovalService from "../../ApprovalService.js"
 import type { AgentId } from "../../Execution.js"
-import type * as IdGenerator from "../../IdGenerator.js"
 import * as ToolCallLog from "../../ToolCallLog.js"
-import type { ApprovalDecider, ApprovalRecord } from "../../ToolCallLog.js"
+import type { ApprovalRecord } from "../../ToolCallLog.js"
 import { detailOfCause, sanitizeThrown } from "../../ToolError.js"
 import { ToolRegistry } from "../../ToolRegistry.js"
-import type { Then } from "../base/promise.js"
-import { thenOf } from "../base/promise.js"
-import { isAbortSignal } from "../base/signals.js"
-
-// ---------------------------------------------------------------------------------------------
-// reading what user code hands over
-// ---------------------------------------------------------------------------------------------
-
-interface ReadRemember {
-  readonly scope: "agent" | "global"
-  readonly match: "tool" | "arguments"
-  readonly ttl: unknown
-}
-
-/** An answer read once: delegate, an outcome (with what to remember), or a value outside the vocabulary. */
-type ReadAnswer =
-  | { readonly _tag: "Next" }
-  | { readonly _tag: "Answer"; readonly outcome: ApprovalOutcome; readonly remember: ReadRemember | undefined }
-  | { readonly _tag: "Rogue" }
-
-const NEXT: ReadAnswer = { _tag: "Next" }
-const ROGUE: ReadAnswer = { _tag: "Rogue" }
-
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-const readRemember = (remember: unknown): ReadRemember | undefined | "rogue" => {
-  if (remember === undefined) return undefined
-  if (!isRecord(remember)) return "rogue"
-  const scope = remember.scope
-  const match = remember.match
-  const ttl = remember.ttl
-  if (scope !== "agent" && scope !== "global") return "rogue"
-  if (match !== "tool" && match !== "arguments") return "rogue"
-  return { scope, match, ttl }
-}
-
-/** Reads an answerer's answer: each field once; a read that throws is a value outside the vocabulary. */
-export const readAnswer = (answer: unknown): ReadAnswer => {
-  if (answer === undefined) return NEXT
-  if (Approval.isOutcome(answer)) return { _tag: "Answer", outcome: answer, remember: undefined }
-  try {
-    if (!isRecord(answer)) return ROGUE
-    const outcome = answer.outcome
-    const remember = answer.remember
-    if (!Approval.isOutcome(outcome)) return ROGUE
-    const read = readRemember(remember)
-    return read === "rogue" ? ROGUE : { _tag: "Answer", outcome, remember: read }
-  } catch {
-    return ROGUE
-  }
-}
-
-interface ReadRequest {
-  readonly agent: AgentId
-  readonly toolName: string
-  readonly callId: string
-  readonly reason: string | undefined
-  readonly argumentsDigest: string
-  readonly signal: AbortSignal
-}
-
-const INVALID_REQUEST = "an approval request needs string `agent`, `toolName`, `callId` and `argumentsDigest`, " +
-  "an optional string `reason` and a real AbortSignal as `signal`"
-
-const readRequest = (request: unknown): ReadRequest | undefined => {
-  try {
-    if (typeof request !== "object" || request === null) return undefined
-    const r = request as Record<string, unknown>
-    const agent = r.agent
-    const toolName = r.toolName
-    const callId = r.callId
-    const reason = r.reason
-    const argumentsDigest = r.argumentsDigest
-    const signal = r.signal
-    if (typeof agent !== "string" || typeof toolName !== "string" || typeof callId !== "string") return undefined
-    if (typeof argumentsDigest !== "string" || (reason !== undefined && typeof reason !== "string")) return undefined
-    if (!isAbortSignal(signal)) return undefined
-    return { agent, toolName, callId, reason, argumentsDigest, signal }
-  } catch {
-    return undefined
-  }
-}
+import {
+  ABORTED,
+  type Decision,
+  type Entry,
+  FAILED,
+  inScope,
+  nearest,
+  NEVER,
+  type Restore,
+  runChain,
+  type RunAnswerer
+} from "./chain.js"
+import { INVALID_REQUEST, type ReadAnswer, readOptions, type ReadRequest, readRequest, readTarget } from "./reading.js"
 
 const illegal = (message: string) => Effect.die(new Cause.IllegalArgumentException(message))
 
@@ -121,196 +53,9 @@ const callService = <A, E>(call: () => Effect.Effect<A, E>): Effect.Effect<A, E>
   return Effect.die(new Error("the ApprovalGrants service did not return an Effect"))
 }
 
-const readTarget = (
-  label: string,
-  options: unknown
-): { readonly agent: AgentId | undefined; readonly prepend: boolean } | string => {
-  if (options === undefined) return { agent: undefined, prepend: false }
-  try {
-    if (typeof options !== "object" || options === null) return `${label} options must be an object`
-    const { agent, prepend } = options as { readonly agent?: unknown; readonly prepend?: unknown }
-    if (agent !== undefined && typeof agent !== "string") return `${label} option "agent" must be a string`
-    if (prepend !== undefined && typeof prepend !== "boolean") return `${label} option "prepend" must be a boolean`
-    return { agent, prepend: prepend === true }
-  } catch {
-    return `${label} options could not be read`
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// decisions
-// ---------------------------------------------------------------------------------------------
-
-interface Decision {
-  readonly outcome: ApprovalOutcome
-  readonly by: ApprovalDecider
-  readonly remember?: ReadRemember | undefined
-}
-
-const ABORTED: Decision = { outcome: "cancelled", by: "abort" }
-const NEVER: Decision = { outcome: "rejected", by: "policy" }
-const NO_ANSWER: Decision = { outcome: "unavailable", by: "policy" }
-const FAILED: Decision = { outcome: "unavailable", by: "error" }
-
-interface Entry<A> {
-  readonly owner: AgentId | undefined
-  readonly value: A
-}
-
-type RunAnswerer = (request: ApprovalRequest) => Effect.Effect<unknown, unknown>
-
-/** Global entries, then the chain's farthest ancestor first, the agent last; each in list order. */
-const inScope = <A>(entries: ReadonlyArray<Entry<A>>, lineage: ReadonlyArray<AgentId>): Array<A> => {
-  const out: Array<A> = []
-  for (const entry of entries) if (entry.owner === undefined) out.push(entry.value)
-  for (let i = lineage.length - 1; i >= 0; i--) {
-    const agent = lineage[i]
-    for (const entry of entries) if (entry.owner === agent) out.push(entry.value)
-  }
-  return out
-}
-
-/** The nearest setting: the agent's own, its ancestors' nearest first, the global one; the latest of each. */
-const nearest = <A>(entries: ReadonlyArray<Entry<A>>, lineage: ReadonlyArray<AgentId>): A | undefined => {
-  for (const agent of [...lineage, undefined]) {
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const entry = entries[i]!
-      if (entry.owner === agent) return entry.value
-    }
-  }
-  return undefined
-}
-
-/**
- * A Promise answer, adopted now: its settlement is observed by plain callbacks attached at once
- * (so a rejection is never unhandled). The returned Effect waits for it, interruptibly; a
- * settlement after the wait was interrupted goes to `late`.
- */
-const adoptAnswer = (thenable: unknown, then: Then, late: (read: ReadAnswer) => void): Effect.Effect<ReadAnswer> => {
-  let settled: ReadAnswer | undefined = undefined
-  let resume: ((effect: Effect.Effect<ReadAnswer>) => void) | undefined = undefined
-  let abandoned = false
-  const settle = (read: ReadAnswer) => {
-    if (settled !== undefined) return
-    settled = read
-    const waiting = resume
-    resume = undefined
-    if (waiting !== undefined) waiting(Effect.succeed(read))
-    else if (abandoned) late(read)
-  }
-  try {
-    new Promise<unknown>((res, rej) => then.call(thenable, res, rej)).then(
-      (value) => settle(readAnswer(value)),
-      () => settle(ROGUE)
-    )
-  } catch {
-    settle(ROGUE)
-  }
-  return Effect.async<ReadAnswer>((cb) => {
-    if (settled !== undefined) return cb(Effect.succeed(settled))
-    resume = cb
-    return Effect.sync(() => {
-      resume = undefined
-      abandoned = true
-    })
-  })
-}
-
-/** One answerer's answer, read once: a throw, a failure, a defect or a non-answer is `Rogue`. */
-const runOne = (
-  run: RunAnswerer,
-  request: ApprovalRequest,
-  late: (read: ReadAnswer) => void
-): Effect.Effect<ReadAnswer> =>
-  Effect.suspend(() => {
-    let out: unknown
-    try {
-      out = run(request)
-    } catch {
-      return Effect.succeed(ROGUE)
-    }
-    if (Effect.isEffect(out)) {
-      return Effect.matchCause(out as Effect.Effect<unknown, unknown>, { onFailure: () => ROGUE, onSuccess: readAnswer })
-    }
-    const then = thenOf(out)
-    return then === undefined ? Effect.succeed(ROGUE) : adoptAnswer(out, then, late)
-  })
-
-type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-
-/**
- * The answerer chain: the first answer wins, `undefined` delegates, a failure or a rogue value
- * stops at `unavailable`. Each answerer runs under `restore` (interruptible); what it answered
- * is handled uninterruptibly, so an answer that completed in the same step as an abort is still
- * settled (as a late answer). A Promise answer that settles after the chain was interrupted goes
- * to `late`. `undefined` when the chain was interrupted, or stopped by the abort.
- */
-const runChain = (
-  answerers: ReadonlyArray<RunAnswerer>,
-  request: ApprovalRequest,
-  restore: Restore,
-  stopped: () => boolean,
-  late: (read: ReadAnswer) => void
-): Effect.Effect<Decision | undefined> => {
-  const step = (index: number): Effect.Effect<Decision | undefined> => {
-    if (index >= answerers.length) return Effect.succeed(NO_ANSWER)
-    return Effect.flatMap(Effect.exit(restore(runOne(answerers[index]!, request, late))), (exit) => {
-      if (Exit.isFailure(exit)) return Effect.succeed(undefined)
-      const read = exit.value
-      switch (read._tag) {
-        case "Next":
-          return stopped() ? Effect.succeed(undefined) : step(index + 1)
-        case "Rogue":
-          return Effect.succeed(FAILED)
-        case "Answer":
-          return Effect.succeed<Decision>({ outcome: read.outcome, by: "answerer", remember: read.remember })
-      }
-    })
-  }
-  return step(0)
-}
-
-// ---------------------------------------------------------------------------------------------
-// the service
-// ---------------------------------------------------------------------------------------------
-
 const addListener = EventTarget.prototype.addEventListener
 const removeListener = EventTarget.prototype.removeEventListener
 const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "aborted")!.get!
-
-const randomIds: IdGenerator.Service = { next: () => globalThis.crypto.randomUUID() }
-
-const readOptions = (
-  options: unknown
-): { readonly policy: ApprovalService.Policy; readonly ids: IdGenerator.Service } | string => {
-  if (options === undefined) return { policy: "ask", ids: randomIds }
-  try {
-    if (typeof options !== "object" || options === null) return "ApprovalService.layer options must be an object"
-    const { ids, policy } = options as { readonly policy?: unknown; readonly ids?: unknown }
-    if (policy !== undefined && policy !== "ask" && policy !== "never") {
-      return "ApprovalService.layer option \"policy\" must be \"ask\" or \"never\""
-    }
-    if (ids === undefined) return { policy: policy ?? "ask", ids: randomIds }
-    const next = typeof ids === "object" && ids !== null ? (ids as { readonly next?: unknown }).next : undefined
-    if (typeof next !== "function") return "ApprovalService.layer option \"ids\" must be an IdGenerator service"
-    return {
-      policy: policy ?? "ask",
-      ids: {
-        next: () => {
-          let id: unknown
-          try {
-            id = next.call(ids)
-          } catch {
-            return randomIds.next()
-          }
-          return typeof id === "string" ? id : randomIds.next()
-        }
-      }
-    }
-  } catch {
-    return "ApprovalService.layer options could not be read"
-  }
-}
 
 const warnAudit = (id: string, tag: ApprovalRecord["_tag"], cause: Cause.Cause<unknown>): Effect.Effect<void> =>
   Effect.logWarning(
