@@ -20,8 +20,11 @@
  *
  * **Auditing.** `approval/asked` `{ id, toolName, callId, agent, reason?, argumentsDigest }`
  * before deciding, then exactly one `approval/decided` `{ id, outcome, by, remembered? }`. Only
- * the digest of the arguments is written, never their values. An append that fails (or dies) is
- * contained: a warning is logged and the decision stands.
+ * the digest of the arguments is written, never their values. An audit that cannot be written
+ * never approves (D-7, D-22): when the `approval/asked` append fails (or dies) no answerer is
+ * asked and the request decides `unavailable` (`by: "error"`); when the `approval/decided` append
+ * fails the request resolves `unavailable` and a grant the answer asked to remember is revoked.
+ * Either way one warning is logged.
  *
  * **Remembering.** An `allowed-once` answer may carry `remember`; with an `ApprovalGrants`
  * service the grant is stored (agent scope = the calling agent; match `arguments` = this

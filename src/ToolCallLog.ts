@@ -90,8 +90,9 @@ export interface CodeDispatchRecord extends Schema.Schema.Type<typeof CodeDispat
 
 /**
  * Who decided an approval: an `answerer`, the `policy` (the `never` policy, or no answerer
- * answered), a remembered grant (`grant:<id>`), the call's `abort`, or an answerer's `error`
- * (it failed, died or answered something outside the vocabulary).
+ * answered), a remembered grant (`grant:<id>`), the call's `abort`, an answerer's `error`
+ * (it failed, died or answered something outside the vocabulary), or `expiry` (a durable
+ * approval nobody answered in time, D-22).
  *
  * @since 0.1.0
  * @category schemas

@@ -497,31 +497,51 @@ describe("ApprovalService: audit containment (T-APPR-006/007)", () => {
     })
 
   for (const how of ["fail", "die"] as const) {
-    it.scoped(`APPR-6 / T-APPR-006: an asked append that ${how}s is contained (one warning); the decision stands and is recorded`, () => {
+    it.scoped(`D-7 / D-22: an asked append that ${how}s decides \`unavailable\` (by error) without asking anyone; one warning`, () => {
       const { layer, lines } = captureWarnings()
       return Effect.gen(function*() {
-        yield* answering(() => Effect.succeed("allowed-once"))
-        assert.strictEqual(yield* ask(), "allowed-once")
-        assert.deepStrictEqual(yield* approvalRecords, [pair(askedFor("a-1"), "allowed-once", "answerer")[1]])
+        const answerer = counting("allowed-once")
+        yield* answering(answerer.answerer)
+        assert.strictEqual(yield* ask(), "unavailable")
+        assert.strictEqual(answerer.seen.length, 0, "an unaudited request is put to no answerer")
+        assert.deepStrictEqual(yield* approvalRecords, [pair(askedFor("a-1"), "unavailable", "error")[1]])
         assert.strictEqual(lines.length, 1)
-        assert.include(lines[0], "approval a-1: the audit record approval/asked could not be written (the decision stands)")
+        assert.include(lines[0], "approval a-1: the audit record approval/asked could not be written (the request decides unavailable)")
         assert.include(lines[0], how === "fail" ? "disk full" : "log observer exploded")
-        const [entry] = yield* audit
-        assert.deepStrictEqual(entry, { id: "a-1", decided: pair(askedFor("a-1"), "allowed-once", "answerer")[1], late: [] } as never)
       }).pipe(Effect.provide(Layer.merge(layerService({}, failingOn("approval/asked", how)), layer)))
     })
 
-    it.scoped(`APPR-6 / T-APPR-007: a decided append that ${how}s is contained (one warning); it still resolves \`rejected\``, () => {
+    it.scoped(`D-7 / D-22: a decided append that ${how}s turns an approval into \`unavailable\`; one warning`, () => {
       const { layer, lines } = captureWarnings()
       return Effect.gen(function*() {
-        yield* answering(() => Effect.succeed("rejected"))
-        assert.strictEqual(yield* ask(), "rejected")
-        assert.deepStrictEqual(yield* approvalRecords, [pair(askedFor("a-1"), "rejected", "answerer")[0]])
+        yield* answering(() => Effect.succeed("allowed-once"))
+        assert.strictEqual(yield* ask(), "unavailable")
+        assert.deepStrictEqual(yield* approvalRecords, [pair(askedFor("a-1"), "allowed-once", "answerer")[0]])
         assert.strictEqual(lines.length, 1)
         assert.include(lines[0], "approval a-1: the audit record approval/decided could not be written")
       }).pipe(Effect.provide(Layer.merge(layerService({}, failingOn("approval/decided", how)), layer)))
     })
+
+    it.scoped(`D-22 (supersedes T-APPR-007): a decided append that ${how}s makes a rejection \`unavailable\` too`, () => {
+      const { layer, lines } = captureWarnings()
+      return Effect.gen(function*() {
+        yield* answering(() => Effect.succeed("rejected"))
+        assert.strictEqual(yield* ask(), "unavailable")
+        assert.deepStrictEqual(yield* approvalRecords, [pair(askedFor("a-1"), "rejected", "answerer")[0]])
+        assert.strictEqual(lines.length, 1)
+      }).pipe(Effect.provide(Layer.merge(layerService({}, failingOn("approval/decided", how)), layer)))
+    })
   }
+
+  it.scoped("D-7 / D-22: the grant an unaudited \"always allow\" stored is revoked: it approves nothing later", () => {
+    const { layer } = captureWarnings()
+    return Effect.gen(function*() {
+      yield* answering(() => Effect.succeed({ outcome: "allowed-once", remember: { scope: "global", match: "tool" } }))
+      assert.strictEqual(yield* ask(), "unavailable")
+      const grants = yield* ApprovalGrants.ApprovalGrants
+      assert.deepStrictEqual(yield* grants.list, [], "the remembered grant was revoked")
+    }).pipe(Effect.provide(Layer.merge(layerServiceWithGrants({}, failingOn("approval/decided", "fail")), layer)))
+  })
 })
 
 describe("ApprovalService: remembered grants (issue 10 item 3)", () => {

@@ -19,6 +19,8 @@ export interface Decision {
   readonly outcome: ApprovalOutcome
   readonly by: ApprovalDecider
   readonly remember?: ReadRemember | undefined
+  /** A durable batch suspends until the request is answered: nothing is decided now. */
+  readonly suspended?: true | undefined
 }
 
 /** @internal */
@@ -31,6 +33,11 @@ const NO_ANSWER: Decision = { outcome: "unavailable", by: "policy" }
 
 /** @internal */
 export const FAILED: Decision = { outcome: "unavailable", by: "error" }
+
+/** @internal */
+export const SUSPENDED: Decision = { outcome: "cancelled", by: "abort", suspended: true }
+
+const EXPIRED: Decision = { outcome: "unavailable", by: "expiry" }
 
 /** @internal */
 export interface Entry<A> {
@@ -155,6 +162,10 @@ export const runChain = (
           return stopped() ? Effect.succeed(undefined) : step(index + 1)
         case "Rogue":
           return Effect.succeed(FAILED)
+        case "Suspend":
+          return Effect.succeed(SUSPENDED)
+        case "Expired":
+          return Effect.succeed(EXPIRED)
         case "Answer":
           return Effect.succeed<Decision>({ outcome: read.outcome, by: "answerer", remember: read.remember })
       }

@@ -28,6 +28,20 @@ export type ReadAnswer =
   | { readonly _tag: "Next" }
   | { readonly _tag: "Answer"; readonly outcome: ApprovalOutcome; readonly remember: ReadRemember | undefined }
   | { readonly _tag: "Rogue" }
+  | { readonly _tag: "Suspend" }
+  | { readonly _tag: "Expired" }
+
+/**
+ * What the durable answerer (D-22) answers when nobody has answered yet: the batch suspends until
+ * the answer arrives, and this request decides nothing (no `approval/decided`). Not reachable from
+ * user answerers: only this library holds the object.
+ *
+ * @internal
+ */
+export const SUSPEND_ANSWER: object = Object.freeze({ _tag: "effect-tool-runtime/approval/suspend" })
+
+/** What the durable answerer answers when the request expired unanswered: `unavailable`, by `expiry`. @internal */
+export const EXPIRED_ANSWER: object = Object.freeze({ _tag: "effect-tool-runtime/approval/expired" })
 
 const NEXT: ReadAnswer = { _tag: "Next" }
 
@@ -56,6 +70,8 @@ const readRemember = (remember: unknown): ReadRemember | undefined | "rogue" => 
 export const readAnswer = (answer: unknown): ReadAnswer => {
   if (answer === undefined) return NEXT
   if (Approval.isOutcome(answer)) return { _tag: "Answer", outcome: answer, remember: undefined }
+  if (answer === SUSPEND_ANSWER) return { _tag: "Suspend" }
+  if (answer === EXPIRED_ANSWER) return { _tag: "Expired" }
   try {
     if (!isRecord(answer)) return ROGUE
     const outcome = answer.outcome

@@ -26,6 +26,7 @@ import * as ToolCallLog from "../../ToolCallLog.js"
 import type { ApprovalRecord } from "../../ToolCallLog.js"
 import { detailOfCause, sanitizeThrown } from "../../ToolError.js"
 import { ToolRegistry } from "../../ToolRegistry.js"
+import { CurrentDurableScope } from "../base/durableScope.js"
 import {
   ABORTED,
   type Decision,
@@ -59,7 +60,9 @@ const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, "ab
 
 const warnAudit = (id: string, tag: ApprovalRecord["_tag"], cause: Cause.Cause<unknown>): Effect.Effect<void> =>
   Effect.logWarning(
-    `approval ${id}: the audit record ${tag} could not be written (the decision stands): ${detailOfCause(cause).message}`
+    `approval ${id}: the audit record ${tag} could not be written (the request decides unavailable): ${
+      detailOfCause(cause).message
+    }`
   ).pipe(Effect.annotateLogs({ approvalId: id, record: tag }))
 
 const make = (options: unknown) =>
@@ -80,8 +83,12 @@ const make = (options: unknown) =>
     const effectivePolicy = (lineage: ReadonlyArray<AgentId>): ApprovalService.Policy =>
       nearest(policies, lineage) ?? read.policy
 
-    const audit = (record: ApprovalRecord): Effect.Effect<void> =>
-      Effect.catchAllCause(Effect.suspend(() => log.append(record)), (cause) => warnAudit(record.id, record._tag, cause))
+    /** Appends an audit record; `false` (logged) when it could not be stored. */
+    const audit = (record: ApprovalRecord): Effect.Effect<boolean> =>
+      Effect.matchCauseEffect(Effect.suspend(() => log.append(record)), {
+        onFailure: (cause) => Effect.as(warnAudit(record.id, record._tag, cause), false),
+        onSuccess: () => Effect.succeed(true)
+      })
 
     const findGrant = (
       request: ReadRequest,
@@ -145,6 +152,19 @@ const make = (options: unknown) =>
       )
     }
 
+    /** An unaudited decision approves nothing (D-7, D-22): the grant it stored is revoked, best effort. */
+    const forget = (grantId: string): Effect.Effect<void> => {
+      if (grants === undefined) return Effect.void
+      const store = grants
+      return Effect.catchAllCause(
+        Effect.asVoid(callService(() => store.revoke(grantId))),
+        (cause) =>
+          Effect.logWarning(
+            `approval: the grant ${grantId} of an unaudited decision could not be revoked: ${detailOfCause(cause).message}`
+          )
+      )
+    }
+
     /**
      * Asks the grants and the answerers on a fiber of the layer, racing the call's signal and the
      * request's own interruption. The first of answer and abort decides; an answer after an abort
@@ -174,7 +194,7 @@ const make = (options: unknown) =>
         }
         const chain = inScope(answerers, lineage)
         const recordLate = (outcome: ApprovalOutcome, by: "answerer" | "error"): Effect.Effect<void> =>
-          Effect.zipRight(Deferred.await(written), audit({ _tag: "approval/late", id, outcome, by }))
+          Effect.zipRight(Deferred.await(written), Effect.asVoid(audit({ _tag: "approval/late", id, outcome, by })))
         const lateAnswer = (read: ReadAnswer): void => {
           if (read._tag === "Answer") runLate(recordLate(read.outcome, "answerer"))
           else if (read._tag === "Rogue") runLate(recordLate("unavailable", "error"))
@@ -207,7 +227,8 @@ const make = (options: unknown) =>
         Effect.gen(function*() {
           const checked = readRequest(request)
           if (checked === undefined) return yield* new Approval.ApprovalRequestError({ message: INVALID_REQUEST })
-          const id = read.ids.next()
+          const durable = yield* CurrentDurableScope
+          const id = durable === undefined ? read.ids.next() : durable.approvalId(checked.callId)
           const asked: ToolCallLog.ApprovalAskedRecord = checked.reason === undefined
             ? {
               _tag: "approval/asked",
@@ -226,21 +247,25 @@ const make = (options: unknown) =>
               reason: checked.reason,
               argumentsDigest: checked.argumentsDigest
             }
-          yield* audit(asked)
+          const askedWritten = yield* audit(asked)
           const written = yield* Deferred.make<void>()
           const lineage = lineageOf(checked.agent)
           let decision: Decision
-          if (abortedGetter.call(checked.signal) === true) decision = ABORTED
+          if (!askedWritten) decision = FAILED
+          else if (abortedGetter.call(checked.signal) === true) decision = ABORTED
           else if (effectivePolicy(lineage) === "never") decision = NEVER
           else decision = yield* askAnswerers(id, request, checked, lineage, restore, written)
+          if (decision.suspended === true) return decision.outcome
           const remembered = yield* remember(checked, decision)
-          yield* audit(
+          const decided = yield* audit(
             remembered === undefined
               ? { _tag: "approval/decided", id, outcome: decision.outcome, by: decision.by }
               : { _tag: "approval/decided", id, outcome: decision.outcome, by: decision.by, remembered }
           )
           yield* Deferred.succeed(written, undefined)
-          return decision.outcome
+          if (decided) return decision.outcome
+          if (remembered !== undefined) yield* forget(remembered)
+          return "unavailable"
         })
       )
 

@@ -66,7 +66,7 @@ export const CodeDispatchRecord = Schema.TaggedStruct("tool/code-dispatch", {
 
 /** @internal */
 export const ApprovalDecider = Schema.Union(
-  Schema.Literal("answerer", "policy", "abort", "error"),
+  Schema.Literal("answerer", "policy", "abort", "error", "expiry"),
   Schema.TemplateLiteral(Schema.Literal("grant:"), Schema.String).pipe(Schema.minLength(7))
 ).annotations({ identifier: "ApprovalDecider" })
 
