@@ -129,7 +129,8 @@ const isMemoryUrl = (url: string): boolean => url === ":memory:" || /^file::memo
  */
 export const openLibsql = <E>(
   subject: Subject<E>,
-  options: ReadOptions
+  options: ReadOptions,
+  intMode?: "bigint" | undefined
 ): Effect.Effect<SqlClient.SqlClient, E, Scope.Scope> =>
   Effect.gen(function*() {
     const openError = (message: string) =>
@@ -143,6 +144,7 @@ export const openLibsql = <E>(
     })
     const opened = yield* Libsql.make({
       url: options.url,
+      ...(intMode === undefined ? {} : { intMode }),
       ...(options.authToken === undefined ? {} : { authToken: Redacted.make(options.authToken) })
     }).pipe(Effect.catchAllDefect((defect) => Effect.fail(openError(causeMessage(defect)))))
     const sdk = (opened as unknown as { readonly sdk?: Sdk }).sdk
@@ -151,8 +153,10 @@ export const openLibsql = <E>(
     if (!isMemoryUrl(options.url)) {
       // As @effect/sql-sqlite-node (better-sqlite3) does: WAL, synchronous NORMAL in WAL mode. A
       // write survives a crash of the process; the last ones may be lost when the machine loses power.
+      // Other processes may hold the write lock for a moment (a durable runner's client processes
+      // answering approvals): wait for it rather than fail at once.
       yield* Effect.zipRight(
-        client.unsafe("PRAGMA journal_mode = WAL"),
+        Effect.zipRight(client.unsafe("PRAGMA busy_timeout = 5000"), client.unsafe("PRAGMA journal_mode = WAL")),
         client.unsafe("PRAGMA synchronous = NORMAL")
       ).pipe(Effect.mapError((error) => openError(sqlMessage(error))))
       // libSQL's close leaves the -wal file behind; leaving WAL mode checkpoints it into the

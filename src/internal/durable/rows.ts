@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import type { UserMessage } from "../../Content.js"
 import * as Content from "../../Content.js"
 import * as Json from "../../Json.js"
 import type { JsonValue } from "../../Json.js"
@@ -79,6 +80,12 @@ const checkError = (value: JsonValue | undefined): string | undefined => {
   return isRecord(info) && typeof info.name === "string" && typeof info.code === "string"
     ? undefined
     : "error.info must have string name and code"
+}
+
+/** Checks a parsed value as a list of deferred user messages; deep-frozen on success. @internal */
+export const checkContexts = (value: JsonValue): Decoded<ReadonlyArray<UserMessage>> => {
+  const problem = checkMessages(value)
+  return problem === undefined ? { ok: true, value: Json.deepFreeze(value as unknown as ReadonlyArray<UserMessage>) } : bad(problem)
 }
 
 /** Checks a parsed value as a tool result (the runtime's own shape); deep-frozen on success. @internal */
