@@ -12,7 +12,7 @@ import type { Validator } from "../../../src/JsonSchema.js"
 import type * as Tool from "../../../src/Tool.js"
 import { RUN_CODE_NAME } from "../../../src/ToolRegistry.js"
 import type { PresentationMode, Restriction } from "../../../src/ToolRegistry.js"
-import { OPTIONAL_CALLBACKS, isObjectLike } from "../../../src/internal/definition/fields.js"
+import { isObjectLike, isReplayPolicy, OPTIONAL_CALLBACKS, REPLAY_MESSAGE } from "../../../src/internal/definition/fields.js"
 import { messageOf, stringify } from "../../../src/internal/log/records.js"
 
 /** The largest delay a timer accepts (TIMEOUT-3, D-6). @internal */
@@ -76,6 +76,7 @@ interface Fields {
   readonly validate: unknown
   readonly execute: unknown
   readonly timeoutMs: unknown
+  readonly replay: unknown
   readonly isConcurrencySafe: unknown
   readonly finalizeContent: unknown
   readonly projectContent: unknown
@@ -114,6 +115,7 @@ const readFields = (definition: unknown, setLabel: (label: string) => void): Fie
     validate,
     execute: d.execute,
     timeoutMs: d.timeoutMs,
+    replay: d.replay,
     isConcurrencySafe: d.isConcurrencySafe,
     finalizeContent: d.finalizeContent,
     projectContent: d.projectContent,
@@ -157,6 +159,7 @@ const makeSnapshot = (fields: Fields, definition: object, name: string, schema: 
   snapshot.output = Object.freeze(output)
   snapshot.execute = bind(fields.execute, definition)
   if (fields.timeoutMs !== undefined) snapshot.timeoutMs = fields.timeoutMs
+  if (fields.replay !== undefined) snapshot.replay = fields.replay
   for (const key of OPTIONAL_CALLBACKS) {
     if (fields[key] !== undefined) snapshot[key] = bind(fields[key], definition)
   }
@@ -166,7 +169,7 @@ const makeSnapshot = (fields: Fields, definition: object, name: string, schema: 
 /**
  * REG-1 with D-6 and the kind checks of every other field, in order: output shape
  * (`render`, optional `presentationMeta` and `validate` functions), output schema subset,
- * non-empty name, string description, `timeoutMs`, `parameters` root, callable `execute`,
+ * non-empty name, string description, `timeoutMs`, `replay`, `parameters` root, callable `execute`,
  * optional callbacks, boolean `deferLoading`, reserved name. Every field is read exactly once,
  * first (a throwing getter or proxy trap is a registration problem); nothing is read from the
  * definition afterwards. The duplicate check (step 5) needs the layer and is done by the caller.
@@ -206,6 +209,7 @@ export const checkDefinition = (definition: unknown): CheckedDefinition | Proble
   ) {
     return refuse(`tool "${name}" timeoutMs must be a positive finite number no greater than ${MAX_TIMEOUT_MS}`)
   }
+  if (fields.replay !== undefined && !isReplayPolicy(fields.replay)) return refuse(`tool "${name}" ${REPLAY_MESSAGE}`)
   const parameters = fields.parameters
   if (parameters._tag !== "Lossless" || !Json.isPlainRecord(parameters.value) || parameters.value.type !== "object") {
     return refuse(`tool "${name}" parameters must be a lossless JSON object schema with type "object"`)
