@@ -10,12 +10,12 @@ import * as Queue from "effect/Queue"
 import { constants } from "node:os"
 import type { Binding, CodeRunErrorKind, CodeRunResult, Limits } from "../../../src/CodeRuntime.js"
 import * as Json from "../../../src/Json.js"
-import type { Launch } from "./environment.js"
-import { makeWorkdir, removeWorkdir } from "./environment.js"
 import type { Guest, GuestEvent } from "./guest.js"
 import { spawnGuest } from "./guest.js"
 import type { PythonLimits } from "./options.js"
 import type { ReadRequest } from "./request.js"
+import type { Launch } from "./sandbox.js"
+import { makeWorkdir, removeWorkdir } from "./sandbox.js"
 
 /** A live run, as the runtime's scope sees it. @internal */
 export interface LiveRun {
@@ -347,7 +347,7 @@ export const runProgram = (spec: RunSpec): Effect.Effect<CodeRunResult> =>
       return failed([], "output-limit", stops.source(spec.limits, sourceBytes))
     }
     const workdir = yield* Effect.acquireRelease(
-      Effect.try(makeWorkdir),
+      Effect.try(() => makeWorkdir(spec.launch.workdirOwner)),
       (dir) => Effect.sync(() => removeWorkdir(dir))
     )
     const calls = yield* FiberSet.make<void, never>()

@@ -2,7 +2,9 @@
  * The Python side of the runtime: the runner every run starts with `python3 -c`. It reads one
  * configuration line on fd 3, applies the resource limits, runs the program as the body of an
  * async function and speaks JSON lines with the host (calls and the outcome on fd 4, binding
- * settlements on fd 3). It ships as a string so the compiled package carries it.
+ * settlements on fd 3). Started with `drop <uid> <gid> <dir>` (the sandbox, as root) it first drops
+ * to that user for good and enters its run directory (which only that user may enter); the program can then start no process (RLIMIT_NPROC 0). It ships as a
+ * string so the compiled package carries it.
  *
  * @internal
  */
@@ -35,6 +37,17 @@ if sys.argv[1:] == ["init"]:
     _child = os.fork()
     if _child != 0:
         _init(_child)
+elif sys.argv[1:2] == ["drop"]:
+    _uid, _gid = int(sys.argv[2]), int(sys.argv[3])
+    try:
+        os.setgroups([])
+        os.setresgid(_gid, _gid, _gid)
+        os.setresuid(_uid, _uid, _uid)
+    except OSError:
+        os._exit(75)
+    if os.getresuid() != (_uid, _uid, _uid) or os.getresgid() != (_gid, _gid, _gid) or os.getgroups():
+        os._exit(75)
+    os.chdir(sys.argv[4])
 
 import ast, asyncio, builtins, json, math, resource, signal
 
@@ -108,6 +121,7 @@ def _apply_limits(cfg):
     _limit(resource.RLIMIT_NOFILE, cfg["openFiles"])
     _limit(resource.RLIMIT_FSIZE, cfg["fileBytes"])
     _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NPROC, 0)
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.signal(signal.SIGPROF, _on_cpu)
     sys.setrecursionlimit(cfg["recursionLimit"])
