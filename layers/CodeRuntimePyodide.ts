@@ -33,6 +33,7 @@ import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import { availableParallelism } from "node:os"
 import type { Limits, Service } from "../src/CodeRuntime.js"
+import type { SandboxUnavailableError } from "../src/CodeRuntime.js"
 import { CodeRuntime, CodeRuntimeError, defaultLimits, limitKeys } from "../src/CodeRuntime.js"
 import * as Runtime from "./internal/pyodide/runtime.js"
 
@@ -98,12 +99,14 @@ const read = (options: unknown): { readonly limits: Limits; readonly poolSize: n
 /**
  * The runtime as a scoped service: the workers start with the scope (the first one boots Pyodide
  * and makes the snapshot) and are terminated, and awaited, when it closes. Fails with a
- * `CodeRuntimeError` when an option is invalid or Pyodide cannot be loaded.
+ * `CodeRuntimeError` when an option is invalid or Pyodide cannot be loaded, and with a
+ * `SandboxUnavailableError` when a fresh realm fails its check (it compiles code from strings or
+ * holds a host global): it never runs a program outside its boundary.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options?: Options): Effect.Effect<Service, CodeRuntimeError, Scope.Scope> =>
+export const make = (options?: Options): Effect.Effect<Service, CodeRuntimeError | SandboxUnavailableError, Scope.Scope> =>
   Effect.suspend(() => {
     const config = read(options)
     return typeof config === "string"
@@ -117,5 +120,5 @@ export const make = (options?: Options): Effect.Effect<Service, CodeRuntimeError
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<CodeRuntime, CodeRuntimeError> =>
+export const layer = (options?: Options): Layer.Layer<CodeRuntime, CodeRuntimeError | SandboxUnavailableError> =>
   Layer.scoped(CodeRuntime, make(options))

@@ -47,6 +47,9 @@ export interface RealmControls {
   }
 }
 
+/** Marks a worker failure meaning the realm did not hold its boundary (the layer fails closed). @internal */
+export const REALM_BROKEN = "the interpreter realm did not hold: "
+
 /** The most timers one interpreter may have pending. @internal */
 export const MAX_TIMERS = 10_000
 

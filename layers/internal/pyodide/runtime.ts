@@ -14,7 +14,7 @@ import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import type * as Scope from "effect/Scope"
 import type { CodeRunRequest, CodeRunResult, Limits, Service } from "../../../src/CodeRuntime.js"
-import { CodeRuntimeError } from "../../../src/CodeRuntime.js"
+import { CodeRuntimeError, SandboxUnavailableError } from "../../../src/CodeRuntime.js"
 import * as Json from "../../../src/Json.js"
 import { onAbort } from "../quickjs/inThread.js"
 import type { GuestEvent } from "../python/guest.js"
@@ -25,6 +25,7 @@ import { ABORTED, ARGUMENTS_PREFIX, CLOSED, completed, failed, NO_ARGUMENTS, rec
 import type { Member } from "./pool.js"
 import { Pool } from "./pool.js"
 import { SIGINT, SLOT } from "./protocol.js"
+import { REALM_BROKEN } from "./realmSetup.js"
 
 /** How long a worker may take to end a stopped run before it is terminated. */
 const KILL_GRACE_MS = 1_500
@@ -185,7 +186,10 @@ const runOn = (state: State, input: ReadRequest) =>
   })
 
 /** The service over a pool started with the scope and terminated (every worker awaited) when it closes. @internal */
-export const make = (limits: Limits, poolSize: number): Effect.Effect<Service, CodeRuntimeError, Scope.Scope> =>
+export const make = (
+  limits: Limits,
+  poolSize: number
+): Effect.Effect<Service, CodeRuntimeError | SandboxUnavailableError, Scope.Scope> =>
   Effect.gen(function*() {
     const pool = new Pool(limits, poolSize)
     const state: State = { pool, limits, active: new Set(), closed: false, runs: 0 }
@@ -196,8 +200,15 @@ export const make = (limits: Limits, poolSize: number): Effect.Effect<Service, C
             await pool.close()
             throw error
           }),
-        catch: (error) =>
-          new CodeRuntimeError({ message: error instanceof Error ? error.message : "the Pyodide workers could not start" })
+        catch: (error) => {
+          const message = error instanceof Error ? error.message : "the Pyodide workers could not start"
+          const at = message.indexOf(REALM_BROKEN)
+          return at === -1 ? new CodeRuntimeError({ message }) : new SandboxUnavailableError({
+            runtime: "CodeRuntimePyodide",
+            missing: message.slice(at),
+            remedy: "run on Node 20 or newer with the pinned pyodide@314.0.7; this Node's vm module does not isolate the realm"
+          })
+        }
       }),
       () =>
         Effect.promise(async () => {

@@ -19,7 +19,7 @@ import type { Limits } from "../../../src/CodeRuntime.js"
 import type { FromWorker, ToWorker, WorkerInit } from "./protocol.js"
 import { SIGINT, SLOT } from "./protocol.js"
 import type { RealmControls, RealmHost } from "./realmSetup.js"
-import { REALM_SETUP } from "./realmSetup.js"
+import { REALM_BROKEN, REALM_SETUP } from "./realmSetup.js"
 import { PYODIDE_RUNNER } from "./runner.js"
 import type { Assets } from "./sources.js"
 import { loadAssets } from "./sources.js"
@@ -68,6 +68,21 @@ const textOf = (error: unknown, key: "name" | "message"): string => {
 
 let setupScript: Script | undefined
 
+const REALM_CHECK = new Script(
+  "(() => { let code; try { Function('return 1')(); code = 'compiled' } catch { code = 'refused' }" +
+    " const reachable = ['process', 'require', 'module', 'fetch', 'Buffer', 'WebSocket', 'importScripts', 'XMLHttpRequest']" +
+    ".filter((name) => typeof globalThis[name] !== 'undefined'); return code + ' ' + reachable.join(',') })()",
+  { filename: "realm-check.js" }
+)
+
+/** Proves, before Pyodide is evaluated, that the realm compiles no code from strings and holds no host global. */
+const checkRealm = (context: object) => {
+  const seen: unknown = REALM_CHECK.runInContext(context)
+  if (seen !== "refused ") {
+    throw new Error(`${REALM_BROKEN}code from strings ${String(seen).split(" ")[0]}; host globals: ${String(seen).split(" ")[1] || "none"}`)
+  }
+}
+
 const makeInterpreter = async (assets: Assets, limits: Limits, snapshot: Uint8Array | undefined) => {
   const context = createContext(Object.create(null), { codeGeneration: { strings: false, wasm: true }, name: "python" })
   setupScript ??= new Script(REALM_SETUP, { filename: "realm-setup.js" })
@@ -115,6 +130,7 @@ const makeInterpreter = async (assets: Assets, limits: Limits, snapshot: Uint8Ar
   }
   const setup = setupScript.runInContext(context) as (host: RealmHost) => RealmControls
   const controls = setup(host)
+  checkRealm(context)
   const factory: unknown = assets.factory.runInContext(context)
   const loader = assets.loader.runInContext(context) as { readonly loadPyodide: unknown }
   let inner: Uint8Array | undefined
