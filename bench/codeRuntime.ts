@@ -1,13 +1,17 @@
 /**
- * The QuickJS code runtime: cold start (engine load and WebAssembly compile, amaro load, first
- * run), a warm run of `return 1` (fresh instance, prelude, strip, run, teardown), the cost per
- * binding call awaited one at a time and inside one `Promise.all` of 1,000, in the caller's
- * thread and in the worker pool, and amaro's strip time for about 2 KB of TypeScript.
+ * The code runtimes side by side: cold start (layer build and first run), a warm run of
+ * `return 1` (the per-run fixed cost), the cost per binding call awaited one at a time and inside
+ * one `Promise.all` / `asyncio.gather`, for QuickJS in the caller's thread and in its worker pool,
+ * the sandboxed Python subprocess and Pyodide (a pooled warm interpreter, and back to back, where
+ * each run also waits for its fresh interpreter); then amaro's strip time for about 2 KB of
+ * TypeScript. Figures and ratios to QuickJS in-thread are printed; nothing is asserted.
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
+import * as CodeRuntimePyodide from "../layers/CodeRuntimePyodide.js"
+import * as CodeRuntimePython from "../layers/CodeRuntimePython.js"
 import * as CodeRuntimeQuickJs from "../layers/CodeRuntimeQuickJs.js"
 import { loadStripper, WRAPPER_HEAD } from "../layers/internal/quickjs/source.js"
 import type { Namespace, Service } from "../src/CodeRuntime.js"
@@ -79,38 +83,123 @@ const timeRun = async (runtime: Service, program: string, bindings?: ReadonlyArr
   return { wall: performance.now() - start, cpu: (used.user + used.system) / 1000 }
 }
 
-const suite = async (label: string, layer: Layer.Layer<CodeRuntime, unknown>) => {
+interface Row {
+  readonly label: string
+  readonly buildMs: number
+  readonly firstMs: number
+  readonly warmMs: number
+  readonly backToBackMs?: number | undefined
+  readonly sequentialUs: number
+  readonly parallelUs: number
+}
+
+const PY_CALLS = 200
+
+const programs = (language: "ts" | "py", calls: number) =>
+  language === "ts"
+    ? {
+      sequential: `for (let i = 0; i < ${calls}; i++) await tools.echo({ i })`,
+      parallel: `const all = []\nfor (let i = 0; i < ${calls}; i++) all.push(tools.echo({ i }))\nreturn (await Promise.all(all)).length`
+    }
+    : {
+      sequential: `for i in range(${calls}):\n    await tools.echo({'i': i})`,
+      parallel: `import asyncio\nreturn len(await asyncio.gather(*[tools.echo({'i': i}) for i in range(${calls})]))`
+    }
+
+const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const suite = async (
+  label: string,
+  layer: Layer.Layer<CodeRuntime, unknown>,
+  options: { readonly language: "ts" | "py"; readonly calls: number; readonly rounds: number; readonly settleMs?: number }
+): Promise<Row> => {
   const { buildMs, runtime, scope } = await build(layer)
   const first = await timeRun(runtime, "return 1")
-  console.log(`${label}: layer build ${buildMs.toFixed(0)} ms, first run of return 1 ${first.wall.toFixed(1)} ms`)
-  for (let i = 0; i < 5; i++) await runOnce(runtime, "return 1")
+  const settle = options.settleMs ?? 0
   const warm: Array<number> = []
-  for (let i = 0; i < 30; i++) warm.push((await timeRun(runtime, "return 1")).wall)
-  const base = median(warm)
-  console.log(`${label}: warm run of return 1 ${base.toFixed(2)} ms (median of 30)`)
-  const sequential = `for (let i = 0; i < ${CALLS}; i++) await tools.echo({ i })`
-  const parallel = `const all = []\nfor (let i = 0; i < ${CALLS}; i++) all.push(tools.echo({ i }))\nreturn (await Promise.all(all)).length`
-  await runOnce(runtime, sequential, [echo])
-  await runOnce(runtime, parallel, [echo])
-  const seq: Array<{ wall: number; cpu: number }> = []
-  const all: Array<{ wall: number; cpu: number }> = []
-  for (let i = 0; i < 5; i++) {
-    seq.push(await timeRun(runtime, sequential, [echo]))
-    all.push(await timeRun(runtime, parallel, [echo]))
+  for (let i = 0; i < options.rounds; i++) {
+    if (settle > 0) await pause(settle)
+    warm.push((await timeRun(runtime, "return 1")).wall)
   }
-  const perCall = (xs: ReadonlyArray<{ wall: number; cpu: number }>) =>
-    `${formatTime(((median(xs.map((x) => x.wall)) - base) * 1e6) / CALLS)} wall, ${
-      formatTime((median(xs.map((x) => x.cpu)) * 1e6) / CALLS)
-    } process CPU`
-  console.log(`${label}: per call, ${CALLS} awaited one at a time: ${perCall(seq)}`)
-  console.log(`${label}: per call, one Promise.all of ${CALLS}: ${perCall(all)}`)
+  const base = median(warm)
+  let backToBackMs: number | undefined
+  if (settle > 0) {
+    const back: Array<number> = []
+    for (let i = 0; i < 5; i++) back.push((await timeRun(runtime, "return 1")).wall)
+    backToBackMs = median(back)
+  }
+  const { parallel, sequential } = programs(options.language, options.calls)
+  const seq: Array<number> = []
+  const all: Array<number> = []
+  for (let i = 0; i < 3; i++) {
+    if (settle > 0) await pause(settle)
+    seq.push((await timeRun(runtime, sequential, [echo])).wall)
+    if (settle > 0) await pause(settle)
+    all.push((await timeRun(runtime, parallel, [echo])).wall)
+  }
   await Effect.runPromise(Scope.close(scope, Exit.void))
+  const perCall = (xs: ReadonlyArray<number>) => ((median(xs) - base) * 1000) / options.calls
+  const row = {
+    label,
+    buildMs,
+    firstMs: first.wall,
+    warmMs: base,
+    backToBackMs,
+    sequentialUs: perCall(seq),
+    parallelUs: perCall(all)
+  }
+  console.log(
+    `${label}: layer build ${buildMs.toFixed(0)} ms, first run ${first.wall.toFixed(1)} ms, warm run ${base.toFixed(2)} ms${
+      backToBackMs === undefined ? "" : `, back to back ${backToBackMs.toFixed(0)} ms`
+    }, per call ${row.sequentialUs.toFixed(0)} µs awaited / ${row.parallelUs.toFixed(0)} µs in one batch of ${options.calls}`
+  )
+  return row
+}
+
+const table = (rows: ReadonlyArray<Row>) => {
+  const ref = rows[0]!
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`
+  console.log("\n| runtime | layer build | first run | warm run (per-run fixed cost) | back to back | per call, awaited | per call, batched |")
+  console.log("|---|---|---|---|---|---|---|")
+  for (const row of rows) {
+    console.log(
+      `| ${row.label} | ${row.buildMs.toFixed(0)} ms | ${row.firstMs.toFixed(1)} ms | ${row.warmMs.toFixed(2)} ms (${
+        ratio(row.warmMs, ref.warmMs)
+      }) | ${row.backToBackMs === undefined ? "–" : `${row.backToBackMs.toFixed(0)} ms`} | ${row.sequentialUs.toFixed(0)} µs (${
+        ratio(row.sequentialUs, ref.sequentialUs)
+      }) | ${row.parallelUs.toFixed(0)} µs (${ratio(row.parallelUs, ref.parallelUs)}) |`
+    )
+  }
 }
 
 /** @internal */
 export const run = async (): Promise<void> => {
-  await suite("in-thread", CodeRuntimeQuickJs.layer(limits))
-  await suite("worker pool", CodeRuntimeQuickJs.layerWorker({ ...limits, poolSize: 1 }))
+  const rows: Array<Row> = []
+  rows.push(await suite("QuickJS in-thread", CodeRuntimeQuickJs.layer(limits), { language: "ts", calls: CALLS, rounds: 30 }))
+  rows.push(
+    await suite("QuickJS worker pool (1)", CodeRuntimeQuickJs.layerWorker({ ...limits, poolSize: 1 }), {
+      language: "ts",
+      calls: CALLS,
+      rounds: 30
+    })
+  )
+  const pyLimits = { limits: { ...limits, maxToolCalls: 10 * PY_CALLS, maxInFlight: PY_CALLS } }
+  const python = CodeRuntimePython.layer(pyLimits)
+  const built = await Effect.runPromise(Effect.either(Effect.scoped(Layer.build(python))))
+  if (built._tag === "Right") {
+    rows.push(await suite("Python subprocess (sandbox)", python, { language: "py", calls: PY_CALLS, rounds: 10 }))
+  } else {
+    console.log(`Python subprocess (sandbox): not measured: ${built.left.message}`)
+  }
+  rows.push(
+    await suite("Pyodide (pool of 1, warm)", CodeRuntimePyodide.layer({ ...pyLimits, poolSize: 1 }), {
+      language: "py",
+      calls: PY_CALLS,
+      rounds: 8,
+      settleMs: 1_500
+    })
+  )
+  table(rows)
   const stripper = await loadStripper()
   const source = `${WRAPPER_HEAD}${TS}\n})`
   const [strip] = measureAll([["strip", () => stripper.transformSync(`${source}\n// ${Math.random()}`, { mode: "strip-only" })]], 1_000, 100)

@@ -1,10 +1,13 @@
 /**
- * A `CodeRuntime` that runs Python (Linux): one `python3 -I -S` subprocess per run, with an
- * empty environment, a fresh temporary working directory, resource limits (address space, CPU
- * time, open files, file size) and a host kill timer. Where the machine allows it the process
- * also runs in its own user, network and pid namespaces (`unshare`) or in a bubblewrap sandbox
- * with a read-only view of the filesystem (`bwrap`); {@link isolationNotes} says what each level
- * isolates.
+ * A `CodeRuntime` that runs Python (Linux): one `python3 -I -S` subprocess per run, by default
+ * inside a bubblewrap sandbox that exposes only the interpreter's own files, read-only, runs the
+ * program as an unprivileged user with no capabilities, no network, no host environment, no view
+ * of other processes and no way to start processes, and whose run directory is the only writable
+ * place (D-23). The layer probes the machine once, when it is built, and proves the boundary with
+ * a self-check run inside it; when the sandbox cannot be built the layer fails with a
+ * `SandboxUnavailableError` naming what is missing — it never runs weaker on its own. Weaker
+ * levels exist only behind explicit `isolation` values whose names say they are for trusted code
+ * only. {@link isolationNotes} says what each level isolates.
  *
  * **Details**
  *
@@ -29,21 +32,23 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { CodeRunRequest, Limits, Service } from "../src/CodeRuntime.js"
-import { CodeRuntime, CodeRuntimeError } from "../src/CodeRuntime.js"
+import { CodeRuntime, CodeRuntimeError, SandboxUnavailableError } from "../src/CodeRuntime.js"
 import * as environment from "./internal/python/environment.js"
 import * as options_ from "./internal/python/options.js"
 import * as request_ from "./internal/python/request.js"
 import * as run_ from "./internal/python/run.js"
 
 /**
- * How far a run is separated from the host, weakest first: `process` (a separate process with
- * resource limits), `unshare` (plus its own user, network and pid namespaces: no network, and
- * every process it starts dies with the run), `bwrap` (plus a read-only filesystem view).
+ * How far a run is separated from the host. `bwrap`, the default, is the sandbox that meets the
+ * D-23 bar; the two others are for code you trust, and their names say so:
+ * `unshare-trusted-code-only` (a process in its own user, network and pid namespaces: no
+ * network, but the host's filesystem) and `process-trusted-code-only` (a process with resource
+ * limits, nothing more).
  *
  * @since 0.1.0
  * @category models
  */
-export type IsolationLevel = "process" | "unshare" | "bwrap"
+export type IsolationLevel = "bwrap" | "unshare-trusted-code-only" | "process-trusted-code-only"
 
 /**
  * What each isolation level isolates, and what it leaves reachable.
@@ -52,6 +57,38 @@ export type IsolationLevel = "process" | "unshare" | "bwrap"
  * @category constants
  */
 export const isolationNotes: { readonly [L in IsolationLevel]: string } = environment.isolationNotes
+
+/**
+ * One property of the sandbox the self-check proved, or saw fail, from inside it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BoundaryCheck {
+  readonly name: string
+  readonly held: boolean
+  /** What the self-check saw. */
+  readonly detail: string
+}
+
+/**
+ * The host files the sandbox exposes (read-only) and how.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SandboxView {
+  /** Directories bound read-only: the interpreter's stdlib and extension modules. */
+  readonly dirs: ReadonlyArray<string>
+  /** Files bound read-only: the executable, its shared libraries, the dynamic loader. */
+  readonly files: ReadonlyArray<string>
+  /** Symlinks recreated inside, `[path, target]` (e.g. `/lib -> usr/lib`). */
+  readonly symlinks: ReadonlyArray<readonly [string, string]>
+  /** Directories inside `dirs` masked by an empty read-only directory (`site-packages`). */
+  readonly masked: ReadonlyArray<string>
+  /** The names at the sandbox's root besides `dev`, `proc` and the run directory's parent. */
+  readonly top: ReadonlyArray<string>
+}
 
 /**
  * What {@link probe} found on this machine.
@@ -64,16 +101,25 @@ export interface Environment {
   readonly executable: string
   /** Its version, `major.minor.micro`. */
   readonly version: string
-  /** The directories the interpreter needs (its prefixes), kept visible inside bubblewrap. */
+  /** The interpreter's own directories (its stdlib), exposed read-only inside the sandbox. */
   readonly interpreterPaths: ReadonlyArray<string>
-  /** The levels that work here, weakest first (`process` always). */
+  /** The levels that work here, weakest first. */
   readonly levels: ReadonlyArray<IsolationLevel>
-  /** The `unshare` binary, when the `unshare` level works. */
+  /** The `unshare` binary, when the `unshare-trusted-code-only` level works. */
   readonly unshare?: string | undefined
-  /** The `bwrap` binary, when the `bwrap` level works. */
+  /** The `bwrap` binary, when the sandbox works. */
   readonly bwrap?: string | undefined
   /** Why a level is missing, by level. */
   readonly unavailable: { readonly [L in IsolationLevel]?: string }
+  /**
+   * The sandbox: what it exposes, whether the runner drops to uid 65534 itself (the host runs
+   * as root) or a user namespace maps it, and the self-check's findings.
+   */
+  readonly sandbox?: {
+    readonly view: SandboxView
+    readonly dropsPrivileges: boolean
+    readonly checks: ReadonlyArray<BoundaryCheck>
+  } | undefined
 }
 
 /**
@@ -99,10 +145,10 @@ export interface ProbeOptions {
  */
 export interface Options extends ProbeOptions {
   /**
-   * `best` (the default) takes the strongest level that works here; a level name requires
-   * exactly that level and fails the layer when it does not work.
+   * The level to run at (default `bwrap`, the sandbox). It is required: when it does not work
+   * here the layer fails; nothing ever falls back to a weaker level.
    */
-  readonly isolation?: "best" | IsolationLevel | undefined
+  readonly isolation?: IsolationLevel | undefined
   /** Limits that differ from `CodeRuntime.defaultLimits`. */
   readonly limits?: { readonly [K in keyof Limits]?: Limits[K] | undefined } | undefined
   /** Open file descriptors of the Python process (default 32). */
@@ -111,7 +157,7 @@ export interface Options extends ProbeOptions {
   readonly maxFileBytes?: number | undefined
   /** The longest protocol line the host accepts from the program (default 64 MiB). */
   readonly maxMessageBytes?: number | undefined
-  /** A probe result to reuse instead of probing again. */
+  /** A result of {@link probe} to reuse instead of probing again (nothing else is accepted). */
   readonly environment?: Environment | undefined
 }
 
@@ -128,10 +174,11 @@ export interface PythonRuntime extends Service {
 }
 
 /**
- * Finds the interpreter and which isolation levels work. Runs the interpreter once with the
- * host's environment to resolve launchers, once with an empty environment to check it (Python
- * 3.8 or newer), and once under each of `unshare` and `bwrap` when they are installed. Fails
- * with a `CodeRuntimeError` when no usable interpreter is found.
+ * Finds the interpreter, the host files it needs, and which isolation levels work. Runs the
+ * interpreter once with the host's environment to resolve launchers, once with an empty
+ * environment to check it (Python 3.8 or newer) and list the files it maps, once under
+ * `unshare`, and once inside the sandbox: the self-check whose findings decide whether `bwrap`
+ * is available. Fails with a `CodeRuntimeError` when no usable interpreter is found.
  *
  * @since 0.1.0
  * @category constructors
@@ -146,20 +193,25 @@ export const probe: (options?: ProbeOptions) => Effect.Effect<Environment, CodeR
 
 /**
  * Builds the runtime in a scope. Closing the scope kills every live run's process and waits
- * for it to exit; `run` then fails with a `CodeRuntimeError`.
+ * for it to exit; `run` then fails with a `CodeRuntimeError`. Fails with a
+ * `SandboxUnavailableError` when the chosen level (by default the sandbox) does not work here.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: (options?: Options) => Effect.Effect<PythonRuntime, CodeRuntimeError, Scope.Scope> = Effect.fn(
+export const make: (
+  options?: Options
+) => Effect.Effect<PythonRuntime, CodeRuntimeError | SandboxUnavailableError, Scope.Scope> = Effect.fn(
   "CodeRuntimePython.make"
 )(function*(options?: Options) {
   const config = options_.readOptions(options)
   if (typeof config === "string") return yield* new CodeRuntimeError({ message: config })
   const found = config.environment ?? (yield* environment.probe(config.probe))
-  const chosen = environment.chooseLevel(found, config.isolation)
-  if ("problem" in chosen) return yield* new CodeRuntimeError({ message: chosen.problem })
-  const level = chosen.level
+  const level = config.isolation
+  if (!found.levels.includes(level)) {
+    const { missing, remedy } = environment.remedyFor(found, level)
+    return yield* new SandboxUnavailableError({ runtime: `CodeRuntimePython (isolation "${level}")`, missing, remedy })
+  }
   const registry: run_.Registry = { closed: false, live: new Set() }
   yield* Effect.addFinalizer(() =>
     Effect.suspend(() => {
@@ -189,10 +241,12 @@ export const make: (options?: Options) => Effect.Effect<PythonRuntime, CodeRunti
 
 /**
  * The Python runtime as the mounted `CodeRuntime`. The layer fails with a `CodeRuntimeError`
- * when no Python 3.8+ interpreter is found or a required isolation level does not work.
+ * when no Python 3.8+ interpreter is found or an option is invalid, and with a
+ * `SandboxUnavailableError` when the chosen isolation level (by default the sandbox) cannot be
+ * built here.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<CodeRuntime, CodeRuntimeError> =>
+export const layer = (options?: Options): Layer.Layer<CodeRuntime, CodeRuntimeError | SandboxUnavailableError> =>
   Layer.scoped(CodeRuntime, make(options))

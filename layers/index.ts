@@ -7,6 +7,8 @@
 /** @since 0.1.0 */
 export * as ApprovalLayers from "./ApprovalLayers.js"
 /** @since 0.1.0 */
+export * as CodeRuntimePyodide from "./CodeRuntimePyodide.js"
+/** @since 0.1.0 */
 export * as CodeRuntimePython from "./CodeRuntimePython.js"
 /** @since 0.1.0 */
 export * as CodeRuntimeQuickJs from "./CodeRuntimeQuickJs.js"

@@ -159,6 +159,25 @@ export class CodeRuntimeError extends Schema.TaggedError<CodeRuntimeError>("effe
 ) {}
 
 /**
+ * A code runtime that cannot build its isolation boundary on this machine (D-23): building its
+ * Layer fails with this error, naming what is missing (`missing`) and how to get it (`remedy`);
+ * it never runs weaker on its own.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class SandboxUnavailableError
+  extends Schema.TaggedError<SandboxUnavailableError>("effect-tool-runtime/SandboxUnavailableError")(
+    "SandboxUnavailableError",
+    { runtime: Schema.String, missing: Schema.String, remedy: Schema.String }
+  )
+{
+  override get message(): string {
+    return `${this.runtime} cannot build its sandbox here: ${this.missing}. To fix: ${this.remedy}`
+  }
+}
+
+/**
  * The code runtime service.
  *
  * @since 0.1.0

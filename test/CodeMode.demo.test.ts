@@ -24,7 +24,7 @@ const PARALLEL_TEXT = "3 files in src\n{\n  \"files\": [\n    \"src/app.ts\",\n 
   "  ],\n  \"title\": \"# Acme\"\n}"
 
 describe("examples/demo/codeMode", () => {
-  it.live("PTC-9 / D-17 / PTC-14: a loop stops at its CPU budget; Promise.all overlaps two parallel-safe tools", () =>
+  it.live("PTC-9 / D-17 / PTC-14 / D-23: a loop stops at its CPU budget; Promise.all overlaps two parallel-safe tools; the Python program overlaps them too on the runtime the machine supports", () =>
     Effect.gen(function*() {
       const lines: Array<string> = []
       const demo = yield* codeModeSession((line) => lines.push(line))
@@ -52,6 +52,9 @@ describe("examples/demo/codeMode", () => {
       assert.isTrue(demo.overlapped)
       assert.deepStrictEqual(demo.events.slice(0, 2), ["start list_files", "start read_file"])
       assert.deepStrictEqual([...demo.events.slice(2)].sort(), ["end list_files", "end read_file"])
+      assert.deepStrictEqual(demo.python.result, demo.parallel, "the Python program reads the same as the TypeScript one")
+      assert.isTrue(demo.python.overlapped, "asyncio.gather overlapped the two reads")
+      assert.include(lines, `   The same reads as a Python program, on ${demo.python.runtime}:`)
       assert.deepStrictEqual(demo.records, [
         "tool/code-dispatch-start rc-read:code:1",
         "tool/code-dispatch-start rc-read:code:2",
@@ -103,7 +106,16 @@ describe("examples/demo/codeMode", () => {
         "tool/code-dispatch-start rc-read:code:2",
         "tool/code-dispatch rc-read:code:1",
         "tool/code-dispatch rc-read:code:2"
-      ]
+      ],
+      python: {
+        runtime: "CodeRuntimePython (bubblewrap sandbox)",
+        result: {
+          isError: false,
+          value: { logs: ["3 files in src"], result: { files: ["src/app.ts", "src/db.ts", "src/routes.ts"], title: "# Acme" } },
+          content: [{ type: "text", text: PARALLEL_TEXT }]
+        },
+        overlapped: true
+      }
     }
     assert.isTrue(codeModeHeld(good))
     const broken: ReadonlyArray<readonly [string, CodeModeDemo]> = [
@@ -113,7 +125,9 @@ describe("examples/demo/codeMode", () => {
       ["another value", { ...good, parallel: { ...good.parallel, value: { logs: [] } } as ToolResult }],
       ["native schemas", { ...good, schemas: ["list_files", "read_file", "run_code"] }],
       ["no code-only rule", { ...good, sections: good.sections.slice(1) }],
-      ["a missing record", { ...good, records: good.records.slice(1) }]
+      ["a missing record", { ...good, records: good.records.slice(1) }],
+      ["serialized Python reads", { ...good, python: { ...good.python, overlapped: false } }],
+      ["a failed Python program", { ...good, python: { ...good.python, result: good.looping } }]
     ]
     for (const [what, demo] of broken) assert.isFalse(codeModeHeld(demo), what)
   })

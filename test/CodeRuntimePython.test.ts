@@ -8,13 +8,13 @@ import { Deferred, Effect, Either, Exit, Fiber, Layer } from "effect"
 import { existsSync } from "node:fs"
 import * as CodeRuntimePython from "../layers/CodeRuntimePython.js"
 import type { Binding, CodeRunResult, Namespace } from "../src/CodeRuntime.js"
-import { BindingFailure, CodeRuntime, CodeRuntimeError } from "../src/CodeRuntime.js"
+import { BindingFailure, CodeRuntime, CodeRuntimeError, SandboxUnavailableError } from "../src/CodeRuntime.js"
 import { nullProto, revokedProxy, throwingProxy, withBigint } from "./fixtures/hostile.js"
 
 const probed = await Effect.runPromise(Effect.either(CodeRuntimePython.probe()))
 const environment = Either.isRight(probed) ? probed.right : undefined
 const title = Either.isRight(probed)
-  ? "CodeRuntimePython"
+  ? `CodeRuntimePython (isolation ${environment?.levels.includes("bwrap") === true ? "bwrap" : "process-trusted-code-only: bwrap does not work here"})`
   : `CodeRuntimePython (skipped: no usable python3 here — ${probed.left.message})`
 
 const TOOL_CALL_ERROR = { name: "ToolCallError", memberNameProperty: "toolName" }
@@ -25,8 +25,13 @@ const tools = (functions: Record<string, Binding>): Namespace => ({
   errorClass: TOOL_CALL_ERROR
 })
 
+/** The sandbox where it works here; otherwise the behaviour tests name the weaker level explicitly. */
+const LEVEL: CodeRuntimePython.IsolationLevel = environment?.levels.includes("bwrap") === true
+  ? "bwrap"
+  : "process-trusted-code-only"
+
 const runtime = (limits: CodeRuntimePython.Options["limits"] = {}) =>
-  CodeRuntimePython.make({ environment: environment!, limits })
+  CodeRuntimePython.make({ environment: environment!, isolation: LEVEL, limits })
 
 const run = (program: string, bindings: ReadonlyArray<Namespace> = [], limits: CodeRuntimePython.Options["limits"] = {}) =>
   Effect.flatMap(runtime(limits), (rt) => rt.run({ program, bindings }))
@@ -60,31 +65,63 @@ describe("CodeRuntimePython without an interpreter", () => {
       const limits = yield* Effect.flip(Effect.scoped(CodeRuntimePython.make({ limits: { cpuMs: 0 } })))
       assert.strictEqual(limits.message, "limits.cpuMs must be a positive integer")
       const isolation = yield* Effect.flip(
-        Effect.scoped(CodeRuntimePython.make({ isolation: "vm" as unknown as "process" }))
+        Effect.scoped(CodeRuntimePython.make({ isolation: "vm" as unknown as "bwrap" }))
       )
-      assert.strictEqual(isolation.message, "isolation must be one of \"best\", \"process\", \"unshare\", \"bwrap\"")
+      assert.strictEqual(
+        isolation.message,
+        "isolation must be one of \"bwrap\", \"unshare-trusted-code-only\", \"process-trusted-code-only\""
+      )
+      const forged = yield* Effect.flip(
+        Effect.scoped(CodeRuntimePython.make({ environment: { levels: ["bwrap"] } as unknown as CodeRuntimePython.Environment }))
+      )
+      assert.strictEqual(forged.message, "environment must be a result of CodeRuntimePython.probe")
       const hostile = yield* Effect.flip(Effect.scoped(CodeRuntimePython.make(throwingProxy() as CodeRuntimePython.Options)))
       assert.strictEqual(hostile.message, "the options could not be read")
     }))
 })
 
 describe.skipIf(environment === undefined)(title, () => {
-  it.scoped("RT-1: the layer mounts a python runtime with its isolation and runs a program", () =>
+  it.scoped.skipIf(LEVEL !== "bwrap")("D-23: by default the layer runs programs in the sandbox (level bwrap, isolation container)", () =>
     Effect.gen(function*() {
       const rt = yield* CodeRuntime
       assert.strictEqual(rt.language, "python")
-      const best = environment!.levels[environment!.levels.length - 1]
-      assert.strictEqual(rt.isolation, best === "bwrap" ? "container" : "process")
-      assert.deepStrictEqual(yield* rt.run({ program: "return 1 + 1", bindings: [] }), { value: 2, logs: [] })
+      assert.strictEqual(rt.isolation, "container")
+      assert.deepStrictEqual(yield* rt.run({ program: "import os\nreturn [1 + 1, os.getuid()]", bindings: [] }), {
+        value: [2, 65534],
+        logs: []
+      })
     }).pipe(Effect.provide(CodeRuntimePython.layer({ environment: environment! }))))
+
+  it.scoped("D-23: without a working sandbox the layer fails closed with a SandboxUnavailableError saying what to install", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Layer.build(CodeRuntimePython.layer({ bwrap: "/nonexistent/bwrap" })))
+      assert.instanceOf(error, SandboxUnavailableError)
+      const unavailable = error as SandboxUnavailableError
+      assert.strictEqual(unavailable.missing, "bubblewrap (/nonexistent/bwrap) was not found")
+      assert.include(unavailable.remedy, "apt-get install bubblewrap")
+      assert.include(unavailable.remedy, "CodeRuntimePyodide.layer()")
+      assert.strictEqual(
+        unavailable.message,
+        `CodeRuntimePython (isolation "bwrap") cannot build its sandbox here: ${unavailable.missing}. To fix: ${unavailable.remedy}`
+      )
+    }))
+
+  it.scoped("D-23: a weaker level runs only when named, and its name says it is for trusted code only", () =>
+    Effect.gen(function*() {
+      const rt = yield* CodeRuntimePython.make({ environment: environment!, isolation: "process-trusted-code-only" })
+      assert.strictEqual(rt.level, "process-trusted-code-only")
+      assert.strictEqual(rt.isolation, "process")
+      assert.match(CodeRuntimePython.isolationNotes["process-trusted-code-only"], /^UNFIT FOR UNTRUSTED CODE\./)
+      assert.match(CodeRuntimePython.isolationNotes["unshare-trusted-code-only"], /^UNFIT FOR UNTRUSTED CODE\./)
+      assert.deepStrictEqual(yield* rt.run({ program: "return 1 + 1", bindings: [] }), { value: 2, logs: [] })
+    }))
 
   it.scoped("RT-1: make reports the level it chose, the probe's levels and its limits", () =>
     Effect.gen(function*() {
-      const rt = yield* CodeRuntimePython.make({ environment: environment!, isolation: "process" })
-      assert.strictEqual(rt.level, "process")
-      assert.strictEqual(rt.isolation, "process")
+      const rt = yield* CodeRuntimePython.make({ environment: environment!, isolation: "process-trusted-code-only" })
+      assert.strictEqual(rt.level, "process-trusted-code-only")
       assert.strictEqual(rt.environment.executable, environment!.executable)
-      assert.strictEqual(rt.environment.levels[0], "process")
+      assert.strictEqual(rt.environment.levels[0], "process-trusted-code-only")
       assert.strictEqual(rt.limits.cpuMs, 5_000)
       assert.match(environment!.version, /^3\.\d+\.\d+$/)
     }))

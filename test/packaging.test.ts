@@ -132,6 +132,7 @@ interface RunSummary {
   readonly emitted: ReadonlyArray<string>
   readonly result: unknown
   readonly batch: unknown
+  readonly workers: unknown
 }
 
 let packed: Settled<Packed> | undefined
@@ -300,6 +301,11 @@ describe("packaging (issue 11 items 1 and 2)", () => {
       content: [{ type: "text", text: "20 + 22 = 42" }]
     })
     assert.deepStrictEqual(summary.batch, [["b1", { sum: 3 }], ["b2", { sum: 7 }]])
+    // The worker-hosted runtimes start their worker threads from the installed dist/.
+    assert.deepStrictEqual(summary.workers, {
+      quickjs: { value: 42, logs: [] },
+      pyodide: { value: [42, "emscripten"], logs: [] }
+    })
   })
 
   it("issue 11 item 2: at runtime only JavaScript is loaded — no .ts file, and the package resolves to dist/ only", () => {

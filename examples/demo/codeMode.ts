@@ -2,10 +2,18 @@
  * The demo's Code Mode section: the agent sees only `run_code` and an SDK, and writes programs
  * that run in the embedded QuickJS sandbox. Its first program loops forever and is stopped at
  * its CPU budget; its second reads two things at once with `Promise.all`, and the tools' own
- * counters show that both bodies had started before either finished.
+ * counters show that both bodies had started before either finished. Last, the same reads as a
+ * Python program with `asyncio.gather`, on the Python runtime this machine supports: the
+ * bubblewrap-sandboxed subprocess, or Pyodide where the sandbox cannot be built.
  */
-import { Deferred, Effect, Layer } from "effect"
-import { CodeRuntimeQuickJs, InMemoryToolRegistry, ToolCallLogMemory } from "../../layers/index.js"
+import { Context, Deferred, Effect, Layer } from "effect"
+import {
+  CodeRuntimePyodide,
+  CodeRuntimePython,
+  CodeRuntimeQuickJs,
+  InMemoryToolRegistry,
+  ToolCallLogMemory
+} from "../../layers/index.js"
 import { CodeMode, Scheduler, Tool, ToolCallLog, ToolRegistry, ToolRuntime } from "../../src/index.js"
 import type { ToolResult } from "../../src/ToolResult.js"
 
@@ -32,6 +40,29 @@ export const PARALLEL_PROGRAM = [
   "return { files, title: readme.split(\"\\n\")[0] }"
 ].join("\n")
 
+/** The same reads as a Python program, run on the Python runtime the machine supports. */
+export const PYTHON_PROGRAM = [
+  "import asyncio",
+  "files, readme = await asyncio.gather(",
+  "    tools.list_files({'dir': 'src'}),",
+  "    tools.read_file({'path': 'README.md'}),",
+  ")",
+  "print(f'{len(files)} files in src')",
+  "return {'files': files, 'title': readme.split('\\n')[0]}"
+].join("\n")
+
+class PythonRuntimeName extends Context.Tag("demo/PythonRuntimeName")<PythonRuntimeName, string>() {}
+
+/** The sandboxed subprocess where bubblewrap works here, Python in WebAssembly otherwise. */
+const pythonRuntime = CodeRuntimePython.layer().pipe(
+  Layer.map((context) => Context.add(context, PythonRuntimeName, "CodeRuntimePython (bubblewrap sandbox)")),
+  Layer.orElse(() =>
+    CodeRuntimePyodide.layer({ poolSize: 1 }).pipe(
+      Layer.map((context) => Context.add(context, PythonRuntimeName, "CodeRuntimePyodide (WebAssembly)"))
+    )
+  )
+)
+
 export interface CodeModeDemo {
   /** The prompt sections the model was given: name, order and text. */
   readonly sections: ReadonlyArray<CodeMode.PromptSection>
@@ -49,6 +80,8 @@ export interface CodeModeDemo {
   readonly overlapped: boolean
   /** The durable sub-call records of the parallel program, as `<tag> <subCallId>`. */
   readonly records: ReadonlyArray<string>
+  /** The Python program: the runtime it ran on, its result, and whether its two reads overlapped. */
+  readonly python: { readonly runtime: string; readonly result: ToolResult; readonly overlapped: boolean }
 }
 
 const FILES = ["src/app.ts", "src/db.ts", "src/routes.ts"]
@@ -109,7 +142,10 @@ export const codeModeHeld = (demo: CodeModeDemo): boolean =>
     "tool/code-dispatch-start rc-read:code:2",
     "tool/code-dispatch rc-read:code:1",
     "tool/code-dispatch rc-read:code:2"
-  ].join()
+  ].join() &&
+  demo.python.overlapped &&
+  JSON.stringify(demo.python.result.isError ? null : demo.python.result.value) ===
+    JSON.stringify({ logs: ["3 files in src"], result: { files: FILES, title: "# Acme" } })
 
 const textOf = (result: ToolResult): string =>
   result.content.map((block) => (block.type === "text" ? block.text : `[${block.type}]`)).join(" ")
@@ -180,5 +216,36 @@ export const codeModeSession = (say: (line: string) => void): Effect.Effect<Code
       CodeRuntimeQuickJs.layer({ cpuMs: CPU_MS }),
       ToolCallLogMemory.layer
     )))),
+    Effect.flatMap((demo) => Effect.map(pythonSession(say), (python) => ({ ...demo, python }))),
     Effect.orDie
+  )
+
+/** The Python part: the same two reads with `asyncio.gather`, on the Python runtime this machine supports. */
+const pythonSession = (say: (line: string) => void) =>
+  Effect.gen(function*() {
+    const events: Array<string> = []
+    const bothStarted = yield* Deferred.make<void>()
+    const registry = yield* ToolRegistry.ToolRegistry
+    for (const tool of makeTools(events, bothStarted)) yield* registry.register(tool)
+    const runtime = yield* PythonRuntimeName
+    say("")
+    say(`   The same reads as a Python program, on ${runtime}:`)
+    for (const line of indent(PYTHON_PROGRAM, "     | ")) say(line)
+    const batch = yield* Scheduler.runBatch(
+      [{ callId: "rc-python", name: "run_code", arguments: JSON.stringify({ description: "List src and read the README", code: PYTHON_PROGRAM }) }],
+      { agent: "demo-agent", batchId: "rc-python" }
+    )
+    const result = batch.results[0]!.result
+    say(`   run_code ${result.isError ? "failed" : "succeeded"}; what the model reads:`)
+    for (const line of indent(textOf(result), "     > ")) say(line)
+    const overlapped = events.length === 4 && events[0]!.startsWith("start ") && events[1]!.startsWith("start ")
+    say(`   The tool bodies, in order: ${events.join(", ")}.`)
+    return { runtime, result, overlapped }
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(ToolRuntime.layer.pipe(Layer.provideMerge(Layer.mergeAll(
+      InMemoryToolRegistry.layerCodeMode({ mode: "code" }),
+      pythonRuntime,
+      ToolCallLogMemory.layer
+    ))))
   )

@@ -1,42 +1,59 @@
-/** @internal */
+/**
+ * The probe of the Python runtime, run once when the layer is built: the real interpreter, the
+ * host files it needs, and which isolation levels work here. The sandbox level (`bwrap`) is
+ * available only when a self-check program, run through the very launch path runs will use,
+ * proves every property of the D-23 bar from inside.
+ *
+ * @internal
+ */
 import { execFile } from "node:child_process"
-import { accessSync, constants, existsSync, mkdtempSync, realpathSync, rmSync, statSync } from "node:fs"
+import { accessSync, constants, realpathSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { delimiter, isAbsolute, join, sep } from "node:path"
+import { delimiter, isAbsolute, join } from "node:path"
 import * as Effect from "effect/Effect"
-import { CodeRuntimeError } from "../../../src/CodeRuntime.js"
+import { CodeRuntimeError, defaultLimits } from "../../../src/CodeRuntime.js"
 import type { Environment, IsolationLevel } from "../../CodeRuntimePython.js"
+import type { Check } from "./boundary.js"
+import { evaluate, SELF_CHECK_PROGRAM } from "./boundary.js"
 import type { ReadProbeOptions } from "./options.js"
+import { runProgram } from "./run.js"
 import { RUNNER_SOURCE } from "./runner.js"
+import type { Launch, Needs, View } from "./sandbox.js"
+import {
+  bwrapArguments,
+  DISCOVERY_SOURCE,
+  dropArguments,
+  hostIsRoot,
+  planView,
+  PYTHON_FLAGS,
+  SANDBOX_ID,
+  UNSHARE_ARGUMENTS
+} from "./sandbox.js"
 
 /** @internal */
 export const isolationNotes: { readonly [L in IsolationLevel]: string } = Object.freeze({
-  process: "A separate OS process per run, started as `python3 -I -S` (no site-packages, no user " +
-    "site, no PYTHON* variables) with an empty environment and a fresh temporary working directory " +
-    "that is removed afterwards. Limits: address space (memory), CPU time, open files, file size " +
-    "(no file content by default), no core dumps, and a wall-time kill timer; the process group is " +
-    "killed when the run ends. Not isolated: the filesystem (the program reads, and may delete or " +
-    "rename, whatever the host user may), the network, and other processes of the host user; a " +
-    "program that starts a new session can leave processes behind.",
-  unshare: "Everything of `process`, inside new user, network and pid namespaces (`unshare -rn " +
-    "--pid --fork --kill-child`): there is no network at all (not even the host's loopback), the " +
-    "program sees only its own processes, and every process it starts is killed with the run. " +
-    "Not isolated: the filesystem, with the host user's permissions, as in `process`.",
-  bwrap: "Everything of `unshare`, inside a bubblewrap sandbox (all namespaces, a new session, all " +
-    "capabilities dropped, killed with the host): the filesystem is a read-only view of the host's " +
-    "root in which /tmp, /var/tmp, /home, /root, /run, /mnt, /media and /srv are empty (the " +
-    "interpreter's own directories stay readable), /dev and /proc are private, and the run's " +
-    "temporary directory is the only writable place. Still readable: system files such as /etc, " +
-    "/usr and /opt. No seccomp filter or cgroup: memory and CPU are bounded by resource limits only."
+  bwrap: "The sandbox (the default, and the only level fit for model-written code). A bubblewrap " +
+    "sandbox whose root is an empty read-only directory holding only the interpreter's own files, " +
+    "read-only: its executable, its stdlib (site-packages masked), the shared libraries those load " +
+    "and the dynamic loader. The run's fresh temporary directory is the only writable place. New " +
+    "pid, network, ipc, uts and cgroup namespaces: only the run's own processes, no network " +
+    "interface but loopback. The program runs as uid/gid 65534 (as root the runner drops to it " +
+    "itself, without a user namespace, so the kernel sees an unprivileged user), with no " +
+    "capabilities, no-new-privileges, an empty environment, a new session, killed with the host, " +
+    "and RLIMIT_NPROC 0: it cannot start processes or threads. Proven when the layer is built by " +
+    "a self-check run inside it. Not provided: a seccomp filter (the kernel's whole syscall " +
+    "surface is reachable) and a cgroup (memory and CPU are bounded by resource limits).",
+  "unshare-trusted-code-only": "UNFIT FOR UNTRUSTED CODE. A separate process in new user, network " +
+    "and pid namespaces (`unshare -rn --pid --fork --kill-child`): no network, only its own " +
+    "processes, all killed with the run. The program reads, and may delete or rename, whatever " +
+    "the host user may, and runs as root inside its user namespace.",
+  "process-trusted-code-only": "UNFIT FOR UNTRUSTED CODE. A separate OS process per run with an " +
+    "empty environment, a fresh temporary directory and resource limits, nothing more: the " +
+    "program reads and writes the filesystem with the host user's permissions, opens network " +
+    "connections, signals the host user's processes and (as root) starts processes."
 })
 
-/** @internal */
-export const HIDDEN = ["/tmp", "/var/tmp", "/home", "/root", "/run", "/mnt", "/media", "/srv"]
-
-/** @internal */
-export const PYTHON_FLAGS = ["-I", "-S", "-B", "-X", "utf8", "-u"]
-
-const PROBE_TIMEOUT_MS = 15_000
+const PROBE_TIMEOUT_MS = 30_000
 
 interface Captured {
   readonly failed: boolean
@@ -51,7 +68,7 @@ const capture = (file: string, args: ReadonlyArray<string>, env: NodeJS.ProcessE
         execFile(
           file,
           args,
-          { env, signal, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 1024 * 1024, encoding: "utf8" },
+          { env, signal, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 4 * 1024 * 1024, encoding: "utf8" },
           (error, stdout, stderr) => resolve({ failed: error !== null, stdout, stderr })
         )
       } catch {
@@ -80,56 +97,38 @@ export const findCommand = (command: string): string | undefined => {
   return undefined
 }
 
-const firstLine = (text: string): string => {
+const lastLine = (text: string): string => {
   const line = text.trim().split("\n").pop() ?? ""
   return line.length > 300 ? `${line.slice(0, 300)}…` : line
 }
 
 const INFO = [
-  "import json, os, sys",
-  "exe = os.path.realpath(sys.executable) if sys.executable else ''",
-  "paths = {os.path.realpath(p) for p in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix) if p}",
-  "paths.add(os.path.dirname(exe)) if exe else None",
-  "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'supported': sys.version_info >= (3, 8), " +
-  "'paths': sorted(paths)}))"
+  "import json, sys",
+  "print(json.dumps({'version': '%d.%d.%d' % sys.version_info[:3], 'supported': sys.version_info >= (3, 8)}))"
 ].join("\n")
 
-const isUnder = (path: string, dir: string): boolean => path === dir || path.startsWith(dir + sep)
+const fail = (message: string) => Effect.fail(new CodeRuntimeError({ message }))
 
-/** @internal */
-export const bwrapArguments = (workdir: string, interpreterPaths: ReadonlyArray<string>): Array<string> => {
-  const args = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-  const hidden = HIDDEN.filter((dir) => existsSync(dir))
-  for (const dir of hidden) args.push("--tmpfs", dir)
-  for (const path of interpreterPaths) {
-    if (hidden.some((dir) => isUnder(path, dir))) args.push("--ro-bind", path, path)
-  }
-  args.push(
-    "--bind",
-    workdir,
-    workdir,
-    "--chdir",
-    workdir,
-    "--unshare-all",
-    "--die-with-parent",
-    "--new-session",
-    "--cap-drop",
-    "ALL",
-    "--clearenv"
-  )
-  return args
-}
+const strings = (value: unknown): ReadonlyArray<string> | undefined =>
+  Array.isArray(value) && value.every((item) => typeof item === "string") ? value as ReadonlyArray<string> : undefined
 
-/** @internal */
-export const UNSHARE_ARGUMENTS = ["-rn", "--pid", "--fork", "--kill-child"]
-
-const makeWorkdir = (): string => realpathSync(mkdtempSync(join(tmpdir(), "etr-python-")))
-
-const removeWorkdir = (dir: string): void => {
+const readNeeds = (stdout: string): Needs | undefined => {
+  let parsed: Record<string, unknown>
   try {
-    rmSync(dir, { recursive: true, force: true })
+    parsed = JSON.parse(stdout.trim().split("\n").pop() ?? "") as Record<string, unknown>
   } catch {
-    // the directory is temporary; a leftover is harmless
+    return undefined
+  }
+  const dirs = strings(parsed.dirs)
+  const files = strings(parsed.files)
+  const links = Array.isArray(parsed.links) ? parsed.links : undefined
+  if (dirs === undefined || files === undefined || links === undefined) return undefined
+  const pairs = links.filter((pair): pair is [string, string] => strings(pair)?.length === 2)
+  return {
+    dirs,
+    files,
+    loader: typeof parsed.loader === "string" ? parsed.loader : undefined,
+    links: pairs
   }
 }
 
@@ -143,131 +142,175 @@ const probeUnshare = (command: string, executable: string) =>
       {}
     )
     if (out.failed || out.stdout.trim() !== "1") {
-      return { problem: `${found} ${UNSHARE_ARGUMENTS.join(" ")} could not start Python: ${firstLine(out.stderr)}` }
+      return { problem: `${found} ${UNSHARE_ARGUMENTS.join(" ")} could not start Python: ${lastLine(out.stderr)}` }
     }
     return { path: found }
   })
 
-const probeBwrap = (command: string, executable: string, paths: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const found = findCommand(command)
-    if (found === undefined) return { problem: `${command} was not found` }
-    const workdir = yield* Effect.acquireRelease(
-      Effect.sync(makeWorkdir),
-      (dir) => Effect.sync(() => removeWorkdir(dir))
-    )
-    const out = yield* capture(
-      found,
-      [...bwrapArguments(workdir, paths), executable, "-I", "-S", "-c", "import os; print(os.getcwd())"],
-      {}
-    )
-    if (out.failed || out.stdout.trim() !== workdir) {
-      return { problem: `${found} could not start Python: ${firstLine(out.stderr)}` }
-    }
-    return { path: found }
-  }).pipe(Effect.scoped)
-
-const fail = (message: string) => Effect.fail(new CodeRuntimeError({ message }))
-
-/** @internal */
-export const probe = (options: ReadProbeOptions): Effect.Effect<Environment, CodeRuntimeError> =>
-  Effect.gen(function*() {
-    const named = options.executable
-    const launcher = findCommand(named)
-    if (launcher === undefined) {
-      return yield* fail(
-        `${JSON.stringify(named)} was not found${named.includes("/") ? "" : " on PATH"}: install Python 3.8 or ` +
-          "newer, or pass `executable` to CodeRuntimePython"
-      )
-    }
-    const resolved = yield* capture(launcher, ["-c", "import sys; print(sys.executable)"], process.env)
-    if (resolved.failed) {
-      return yield* fail(`${launcher} did not run: ${firstLine(resolved.stderr)}`)
-    }
-    const reported = resolved.stdout.trim()
-    let executable: string
-    try {
-      executable = realpathSync(isAbsolute(reported) && isExecutable(reported) ? reported : launcher)
-    } catch {
-      return yield* fail(`${launcher} could not be resolved`)
-    }
-    const checked = yield* capture(executable, ["-I", "-S", "-c", INFO], {})
-    let info: { version: unknown; supported: unknown; paths: unknown }
-    try {
-      info = JSON.parse(checked.stdout)
-    } catch {
-      return yield* fail(`${executable} -I -S did not run: ${firstLine(checked.stderr)}`)
-    }
-    if (checked.failed || typeof info.version !== "string" || !Array.isArray(info.paths)) {
-      return yield* fail(`${executable} -I -S did not run: ${firstLine(checked.stderr)}`)
-    }
-    if (info.supported !== true) {
-      return yield* fail(`${executable} is Python ${info.version}; the Python runtime needs 3.8 or newer`)
-    }
-    const interpreterPaths = Object.freeze(
-      (info.paths as ReadonlyArray<unknown>).filter((path): path is string => typeof path === "string")
-    )
-    const [unshare, bwrap] = yield* Effect.all([
-      probeUnshare(options.unshare, executable),
-      probeBwrap(options.bwrap, executable, interpreterPaths)
-    ], { concurrency: 2 })
-    const levels: Array<IsolationLevel> = ["process"]
-    const unavailable: { -readonly [L in IsolationLevel]?: string } = {}
-    if ("path" in unshare) levels.push("unshare")
-    else unavailable.unshare = unshare.problem
-    if ("path" in bwrap) levels.push("bwrap")
-    else unavailable.bwrap = bwrap.problem
-    const environment: Environment = {
-      executable,
-      version: info.version,
-      interpreterPaths,
-      levels: Object.freeze(levels),
-      unshare: "path" in unshare ? unshare.path : undefined,
-      bwrap: "path" in bwrap ? bwrap.path : undefined,
-      unavailable: Object.freeze(unavailable)
-    }
-    return Object.freeze(environment)
-  })
-
-/** @internal */
-export const chooseLevel = (
-  environment: Environment,
-  wanted: "best" | IsolationLevel
-): { readonly level: IsolationLevel } | { readonly problem: string } => {
-  const levels = environment.levels
-  if (wanted === "best") return { level: levels[levels.length - 1] ?? "process" }
-  if (levels.includes(wanted)) return { level: wanted }
-  const why = environment.unavailable[wanted]
-  return { problem: `isolation "${wanted}" is not available here${why === undefined ? "" : `: ${why}`}` }
-}
-
-/** How to start one run's process. @internal */
-export interface Launch {
-  /** The command line for a run in `workdir`. */
-  readonly argv: (workdir: string) => ReadonlyArray<string>
-  /** The direct child reports a program killed by signal n as exit code 128 + n. */
-  readonly wrapped: boolean
-}
-
-/** @internal */
+/** The launch of a level (the sandbox needs its view). @internal */
 export const launcher = (environment: Environment, level: IsolationLevel): Launch => {
   const python = [environment.executable, ...PYTHON_FLAGS, "-c", RUNNER_SOURCE]
   switch (level) {
-    case "process":
+    case "process-trusted-code-only":
       return { argv: () => python, wrapped: false }
-    case "unshare": {
+    case "unshare-trusted-code-only": {
       const unshare = environment.unshare ?? "unshare"
       return { argv: () => [unshare, ...UNSHARE_ARGUMENTS, ...python, "init"], wrapped: true }
     }
     case "bwrap": {
       const bwrap = environment.bwrap ?? "bwrap"
+      const sandbox = environment.sandbox
+      const view: View = sandbox?.view ?? { symlinks: [], dirs: [], files: [], masked: [], top: [] }
+      const asRoot = sandbox?.dropsPrivileges ?? hostIsRoot()
       return {
-        argv: (workdir) => [bwrap, ...bwrapArguments(workdir, environment.interpreterPaths), ...python],
-        wrapped: true
+        argv: (workdir) => [bwrap, ...bwrapArguments(view, workdir, asRoot), "--", ...python, ...dropArguments(asRoot, workdir)],
+        wrapped: true,
+        workdirOwner: asRoot ? SANDBOX_ID : undefined
       }
     }
   }
 }
 
+/** The names the sandbox's root must hold, and nothing else. @internal */
+export const expectedRoot = (view: View): ReadonlyArray<string> => {
+  const names = new Set([...view.top, "dev", "proc"])
+  const tmpTop = realpathSync(tmpdir()).split("/")[1]
+  if (tmpTop !== undefined && tmpTop.length > 0) names.add(tmpTop)
+  return Array.from(names).sort()
+}
+
+const SELF_CHECK_LIMITS = { ...defaultLimits, cpuMs: 10_000, wallMs: PROBE_TIMEOUT_MS }
+
+/** Runs the self-check through `launch` and says which properties held. @internal */
+export const selfCheck = (launch: Launch, view: View) =>
+  Effect.map(
+    runProgram({
+      program: SELF_CHECK_PROGRAM,
+      namespaces: [],
+      signal: undefined,
+      launch,
+      limits: SELF_CHECK_LIMITS,
+      python: { openFiles: 32, fileBytes: 0, messageBytes: 1024 * 1024 },
+      registry: { closed: false, live: new Set() }
+    }),
+    (result): { readonly checks: ReadonlyArray<Check> } | { readonly problem: string } =>
+      result.error !== undefined
+        ? { problem: `the sandbox could not run Python (${result.error.kind}: ${result.error.message})` }
+        : { checks: evaluate(result.value, expectedRoot(view)) }
+  )
+
+const probeBwrap = (command: string, base: Environment) =>
+  Effect.gen(function*() {
+    const found = findCommand(command)
+    if (found === undefined) return { problem: `bubblewrap (${command}) was not found` }
+    const environment: Environment = { ...base, bwrap: found }
+    const checked = yield* selfCheck(launcher(environment, "bwrap"), base.sandbox!.view)
+    if ("problem" in checked) return { problem: `${found}: ${checked.problem}`, checks: [] }
+    const failed = checked.checks.filter((check) => !check.held)
+    if (failed.length > 0) {
+      return {
+        problem: `the sandbox did not hold: ${failed.map((check) => `${check.name} (${check.detail})`).join("; ")}`,
+        checks: checked.checks
+      }
+    }
+    return { path: found, checks: checked.checks }
+  })
+
+const probed = new WeakSet<object>()
+
+/** Whether `value` is a result of `probe` (the only environments the layer accepts). @internal */
+export const isProbed = (value: unknown): value is Environment =>
+  typeof value === "object" && value !== null && probed.has(value)
+
 /** @internal */
-export { makeWorkdir, removeWorkdir }
+export const probe = (options: ReadProbeOptions): Effect.Effect<Environment, CodeRuntimeError> =>
+  Effect.gen(function*() {
+    const named = options.executable
+    const launcherPath = findCommand(named)
+    if (launcherPath === undefined) {
+      return yield* fail(
+        `${JSON.stringify(named)} was not found${named.includes("/") ? "" : " on PATH"}: install Python 3.8 or ` +
+          "newer, or pass `executable` to CodeRuntimePython"
+      )
+    }
+    const resolved = yield* capture(launcherPath, ["-c", "import sys; print(sys.executable)"], process.env)
+    if (resolved.failed) return yield* fail(`${launcherPath} did not run: ${lastLine(resolved.stderr)}`)
+    const reported = resolved.stdout.trim()
+    let executable: string
+    try {
+      executable = realpathSync(isAbsolute(reported) && isExecutable(reported) ? reported : launcherPath)
+    } catch {
+      return yield* fail(`${launcherPath} could not be resolved`)
+    }
+    const checked = yield* capture(executable, ["-I", "-S", "-c", INFO], {})
+    let info: { version: unknown; supported: unknown }
+    try {
+      info = JSON.parse(checked.stdout)
+    } catch {
+      return yield* fail(`${executable} -I -S did not run: ${lastLine(checked.stderr)}`)
+    }
+    if (checked.failed || typeof info.version !== "string") {
+      return yield* fail(`${executable} -I -S did not run: ${lastLine(checked.stderr)}`)
+    }
+    if (info.supported !== true) {
+      return yield* fail(`${executable} is Python ${info.version}; the Python runtime needs 3.8 or newer`)
+    }
+    const discovered = yield* capture(executable, ["-I", "-S", "-W", "ignore", "-c", DISCOVERY_SOURCE], {})
+    const needs = discovered.failed ? undefined : readNeeds(discovered.stdout)
+    if (needs === undefined) {
+      return yield* fail(`${executable} could not list the files it needs: ${lastLine(discovered.stderr)}`)
+    }
+    const view = planView(needs)
+    const base: Environment = {
+      executable,
+      version: info.version,
+      interpreterPaths: view.dirs,
+      levels: [],
+      unavailable: {},
+      sandbox: { view, dropsPrivileges: hostIsRoot(), checks: [] }
+    }
+    const [unshare, bwrap] = yield* Effect.all([
+      probeUnshare(options.unshare, executable),
+      probeBwrap(options.bwrap, base)
+    ], { concurrency: 2 })
+    const levels: Array<IsolationLevel> = ["process-trusted-code-only"]
+    const unavailable: { -readonly [L in IsolationLevel]?: string } = {}
+    if ("path" in unshare) levels.push("unshare-trusted-code-only")
+    else unavailable["unshare-trusted-code-only"] = unshare.problem
+    if ("path" in bwrap) levels.push("bwrap")
+    else unavailable.bwrap = bwrap.problem
+    const environment: Environment = Object.freeze({
+      ...base,
+      levels: Object.freeze(levels),
+      unshare: "path" in unshare ? unshare.path : undefined,
+      bwrap: "path" in bwrap ? bwrap.path : undefined,
+      unavailable: Object.freeze(unavailable),
+      sandbox: Object.freeze({
+        view,
+        dropsPrivileges: hostIsRoot(),
+        checks: Object.freeze("checks" in bwrap ? bwrap.checks : [])
+      })
+    })
+    probed.add(environment)
+    return environment
+  })
+
+/** What is missing for `level` and how to get it. @internal */
+export const remedyFor = (environment: Environment, level: IsolationLevel): { missing: string; remedy: string } => {
+  const why = environment.unavailable[level] ?? "it did not work here"
+  if (level !== "bwrap") {
+    return { missing: `isolation "${level}" is not available: ${why}`, remedy: "choose another isolation level" }
+  }
+  if (why.startsWith("bubblewrap (")) {
+    return {
+      missing: why,
+      remedy: "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), " +
+        "or run Python in WebAssembly with CodeRuntimePyodide.layer()"
+    }
+  }
+  return {
+    missing: why,
+    remedy: "bubblewrap needs user namespaces (or root); where they are not allowed, such as Docker's default " +
+      "seccomp profile or macOS, run Python in WebAssembly with CodeRuntimePyodide.layer()"
+  }
+}

@@ -62,7 +62,8 @@ const broken = (reason: string): GuestEvent => ({ _tag: "Broken", reason })
 const isIndex = (value: unknown, least: number): value is number =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= least
 
-const parse = (line: Buffer): GuestEvent => {
+/** One protocol line from the runner, read as hostile input. @internal */
+export const parse = (line: Buffer): GuestEvent => {
   let message: unknown
   try {
     message = JSON.parse(line.toString("utf8"))

@@ -2,6 +2,7 @@
 import type { Limits } from "../../../src/CodeRuntime.js"
 import { defaultLimits, limitKeys } from "../../../src/CodeRuntime.js"
 import type { Environment, IsolationLevel, Options } from "../../CodeRuntimePython.js"
+import { isProbed } from "./environment.js"
 
 /** @internal */
 export interface ReadProbeOptions {
@@ -20,7 +21,7 @@ export interface PythonLimits {
 /** @internal */
 export interface ReadOptions {
   readonly probe: ReadProbeOptions
-  readonly isolation: "best" | IsolationLevel
+  readonly isolation: IsolationLevel
   readonly limits: Limits
   readonly python: PythonLimits
   readonly environment: Environment | undefined
@@ -28,7 +29,7 @@ export interface ReadOptions {
 
 const LIMIT_KEYS = limitKeys
 
-const LEVELS: ReadonlyArray<string> = ["best", "process", "unshare", "bwrap"]
+const LEVELS: ReadonlyArray<string> = ["bwrap", "unshare-trusted-code-only", "process-trusted-code-only"]
 
 const isCount = (value: unknown, least: number): value is number =>
   typeof value === "number" && Number.isSafeInteger(value) && value >= least
@@ -72,51 +73,6 @@ const probeFrom = (fields: Fields): ReadProbeOptions | string => {
   return { executable, unshare, bwrap }
 }
 
-const readEnvironment = (value: unknown): Environment | undefined | string => {
-  if (value === undefined) return undefined
-  const fields = readFields(
-    value,
-    ["executable", "version", "interpreterPaths", "levels", "unshare", "bwrap", "unavailable"],
-    "environment"
-  )
-  if (typeof fields === "string") return fields
-  const strings = (list: unknown): ReadonlyArray<string> | undefined => {
-    if (!Array.isArray(list)) return undefined
-    const copy = Array.from(list as ReadonlyArray<unknown>)
-    return copy.every((item) => typeof item === "string") ? copy as ReadonlyArray<string> : undefined
-  }
-  try {
-    const paths = strings(fields.interpreterPaths)
-    const levels = strings(fields.levels)
-    const optional = (item: unknown) => item === undefined || typeof item === "string"
-    if (
-      typeof fields.executable !== "string" || typeof fields.version !== "string" || paths === undefined ||
-      levels === undefined || !levels.every((level) => level !== "best" && LEVELS.includes(level)) ||
-      !optional(fields.unshare) || !optional(fields.bwrap)
-    ) return "environment must be a result of CodeRuntimePython.probe"
-    const reasons = readFields(fields.unavailable, ["process", "unshare", "bwrap"], "environment.unavailable")
-    const unavailable: { -readonly [L in IsolationLevel]?: string } = {}
-    if (typeof reasons !== "string") {
-      for (const level of ["process", "unshare", "bwrap"] as const) {
-        const reason = reasons[level]
-        if (typeof reason === "string") unavailable[level] = reason
-      }
-    }
-    const found: Environment = {
-      executable: fields.executable,
-      version: fields.version,
-      interpreterPaths: Object.freeze(paths.slice()),
-      levels: Object.freeze(levels.slice() as Array<IsolationLevel>),
-      unshare: fields.unshare as string | undefined,
-      bwrap: fields.bwrap as string | undefined,
-      unavailable: Object.freeze(unavailable)
-    }
-    return Object.freeze(found)
-  } catch {
-    return "environment could not be read"
-  }
-}
-
 /** @internal */
 export const readOptions = (options: Options | undefined): ReadOptions | string => {
   const fields = readFields(
@@ -137,9 +93,9 @@ export const readOptions = (options: Options | undefined): ReadOptions | string 
   if (typeof fields === "string") return fields
   const probe = probeFrom(fields)
   if (typeof probe === "string") return probe
-  const isolation = fields.isolation ?? "best"
+  const isolation = fields.isolation ?? "bwrap"
   if (typeof isolation !== "string" || !LEVELS.includes(isolation)) {
-    return "isolation must be one of \"best\", \"process\", \"unshare\", \"bwrap\""
+    return `isolation must be one of ${LEVELS.map((level) => JSON.stringify(level)).join(", ")}`
   }
   const given = readFields(fields.limits, LIMIT_KEYS, "limits")
   if (typeof given === "string") return given
@@ -155,11 +111,11 @@ export const readOptions = (options: Options | undefined): ReadOptions | string 
   if (!isCount(fileBytes, 0)) return "maxFileBytes must be a non-negative integer"
   const messageBytes = fields.maxMessageBytes ?? 64 * 1024 * 1024
   if (!isCount(messageBytes, 1)) return "maxMessageBytes must be a positive integer"
-  const environment = readEnvironment(fields.environment)
-  if (typeof environment === "string") return environment
+  const environment = fields.environment
+  if (environment !== undefined && !isProbed(environment)) return "environment must be a result of CodeRuntimePython.probe"
   return {
     probe,
-    isolation: isolation as "best" | IsolationLevel,
+    isolation: isolation as IsolationLevel,
     limits: Object.freeze(limits as unknown as Limits),
     python: { openFiles, fileBytes, messageBytes },
     environment

@@ -10,12 +10,12 @@ import * as Queue from "effect/Queue"
 import { constants } from "node:os"
 import type { Binding, CodeRunErrorKind, CodeRunResult, Limits } from "../../../src/CodeRuntime.js"
 import * as Json from "../../../src/Json.js"
-import type { Launch } from "./environment.js"
-import { makeWorkdir, removeWorkdir } from "./environment.js"
 import type { Guest, GuestEvent } from "./guest.js"
 import { spawnGuest } from "./guest.js"
 import type { PythonLimits } from "./options.js"
 import type { ReadRequest } from "./request.js"
+import type { Launch } from "./sandbox.js"
+import { makeWorkdir, removeWorkdir } from "./sandbox.js"
 
 /** A live run, as the runtime's scope sees it. @internal */
 export interface LiveRun {
@@ -89,7 +89,8 @@ const MESSAGE_CHARS = 8000
 
 const clip = (text: string): string => text.length > MESSAGE_CHARS ? `${text.slice(0, MESSAGE_CHARS)}…` : text
 
-const failed = (logs: ReadonlyArray<string>, kind: CodeRunErrorKind, message: string): CodeRunResult => ({
+/** @internal */
+export const failed = (logs: ReadonlyArray<string>, kind: CodeRunErrorKind, message: string): CodeRunResult => ({
   logs,
   error: { kind, message }
 })
@@ -121,7 +122,8 @@ const failureMessage = (cause: Cause.Cause<unknown>): string => {
   return Cause.isInterruptedOnly(cause) ? "the tool call was interrupted" : "the tool call failed unexpectedly"
 }
 
-const settle = (binding: Binding, id: number, args: Json.JsonValue): Effect.Effect<string> =>
+/** Runs one binding call and gives the settlement line the runner reads. @internal */
+export const settle = (binding: Binding, id: number, args: Json.JsonValue): Effect.Effect<string> =>
   Effect.suspend(() => {
     const effect: unknown = binding(args)
     return Effect.isEffect(effect)
@@ -171,7 +173,13 @@ interface Call {
   readonly args: Json.JsonValue
 }
 
-const completed = (spec: RunSpec, logs: Array<string>, hasValue: boolean, value: unknown): CodeRunResult => {
+/** A completed program's outcome: its value checked against the result rules. @internal */
+export const completed = (
+  spec: { readonly limits: Limits },
+  logs: Array<string>,
+  hasValue: boolean,
+  value: unknown
+): CodeRunResult => {
   if (!hasValue) return { logs }
   const copy = Json.snapshotFrozen(value)
   if (copy._tag !== "Lossless") return failed(logs, "invalid-output", stops.invalid("a value JSON cannot hold"))
@@ -185,7 +193,12 @@ const completed = (spec: RunSpec, logs: Array<string>, hasValue: boolean, value:
   return { value: copy.value, logs }
 }
 
-const reported = (spec: RunSpec, logs: Array<string>, event: GuestEvent & { _tag: "Failed" }): CodeRunResult => {
+/** The outcome a runner reported about itself. @internal */
+export const reported = (
+  spec: { readonly limits: Limits },
+  logs: Array<string>,
+  event: GuestEvent & { _tag: "Failed" }
+): CodeRunResult => {
   const detail = event.message === undefined ? undefined : clip(event.message)
   switch (event.kind) {
     case "timeout":
@@ -347,7 +360,7 @@ export const runProgram = (spec: RunSpec): Effect.Effect<CodeRunResult> =>
       return failed([], "output-limit", stops.source(spec.limits, sourceBytes))
     }
     const workdir = yield* Effect.acquireRelease(
-      Effect.try(makeWorkdir),
+      Effect.try(() => makeWorkdir(spec.launch.workdirOwner)),
       (dir) => Effect.sync(() => removeWorkdir(dir))
     )
     const calls = yield* FiberSet.make<void, never>()

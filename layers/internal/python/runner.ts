@@ -2,115 +2,29 @@
  * The Python side of the runtime: the runner every run starts with `python3 -c`. It reads one
  * configuration line on fd 3, applies the resource limits, runs the program as the body of an
  * async function and speaks JSON lines with the host (calls and the outcome on fd 4, binding
- * settlements on fd 3). It ships as a string so the compiled package carries it.
+ * settlements on fd 3). Started with `drop <uid> <gid> <dir>` (the sandbox, as root) it first drops
+ * to that user for good and enters its run directory (which only that user may enter); the
+ * program can then start no process (RLIMIT_NPROC 0). It ships as a string so the compiled
+ * package carries it.
  *
  * @internal
  */
 
-/** @internal */
-export const RUNNER_SOURCE: string = String.raw`import os, sys
+/**
+ * The part of the runner both Python runtimes share (the subprocess and Pyodide): JSON value
+ * checks, the program compiled as the body of an async function, namespaces, error classes,
+ * the binding bridge (`_bridge(cfg, loop)` gives the program's globals and the settle function;
+ * it writes call messages through `_write`, which each runtime defines) and the outcome line.
+ *
+ * @internal
+ */
+export const RUNNER_CORE: string = String.raw`import ast, builtins, json, math
 
-
-def _init(child):
-    for fd in (0, 1, 2, 3, 4):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-    os.chdir("/")
-    while True:
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            os._exit(70)
-        except InterruptedError:
-            continue
-        if pid == child:
-            if os.WIFSIGNALED(status):
-                os._exit(128 + os.WTERMSIG(status))
-            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-
-
-if sys.argv[1:] == ["init"]:
-    _child = os.fork()
-    if _child != 0:
-        _init(_child)
-
-import ast, asyncio, builtins, json, math, resource, signal
-
-_FROM_HOST = 3
-_TO_HOST = 4
 _FILENAME = "<program>"
-
-
-def _write(data):
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(_TO_HOST, view):]
-    except OSError:
-        os._exit(71)
 
 
 def _dumps(value, ascii_only=True):
     return json.dumps(value, ensure_ascii=ascii_only, allow_nan=False, separators=(",", ":"))
-
-
-def _report(kind, message=None):
-    _flush()
-    body = {"t": "error", "kind": kind}
-    if message is not None:
-        body["message"] = message
-    _write((_dumps(body) + "\n").encode("ascii"))
-    os._exit(0)
-
-
-def _flush():
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:
-            pass
-
-
-def _on_cpu(signum, frame):
-    _write(b'{"t":"error","kind":"timeout"}\n')
-    os._exit(0)
-
-
-def _read_config():
-    data = bytearray()
-    while True:
-        chunk = os.read(_FROM_HOST, 1 << 16)
-        if not chunk:
-            os._exit(72)
-        at = chunk.find(b"\n")
-        if at >= 0:
-            data += chunk[:at]
-            return json.loads(data.decode("utf-8")), bytearray(chunk[at + 1:])
-        data += chunk
-
-
-def _limit(which, soft, hard=None):
-    if hard is None:
-        hard = soft
-    _, current = resource.getrlimit(which)
-    if current != resource.RLIM_INFINITY:
-        soft = min(soft, current)
-        hard = min(hard, current)
-    resource.setrlimit(which, (soft, hard))
-
-
-def _apply_limits(cfg):
-    cpu_seconds = max(1, -(-cfg["cpuMs"] // 1000))
-    _limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)
-    _limit(resource.RLIMIT_AS, cfg["memoryBytes"])
-    _limit(resource.RLIMIT_NOFILE, cfg["openFiles"])
-    _limit(resource.RLIMIT_FSIZE, cfg["fileBytes"])
-    _limit(resource.RLIMIT_CORE, 0)
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    signal.signal(signal.SIGPROF, _on_cpu)
-    sys.setrecursionlimit(cfg["recursionLimit"])
 
 
 def _type_name(value):
@@ -331,18 +245,7 @@ def _namespace(label, functions):
     return Namespace()
 
 
-def _main():
-    cfg, pending_input = _read_config()
-    _apply_limits(cfg)
-    os.dup2(1, 2)
-    for stream in (sys.stdout, sys.stderr):
-        stream.reconfigure(errors="backslashreplace")
-    os.environ.clear()
-    sys.argv = [_FILENAME]
-
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    loop.set_exception_handler(lambda loop, context: None)
+def _bridge(cfg, loop):
     pending = {}
     counter = [0]
     no_args = cfg["messages"]["noArgs"]
@@ -408,6 +311,175 @@ def _main():
         else:
             raise_in(future, error_class, member, name, value if isinstance(value, str) else "tool call failed")
 
+    scope = {"__builtins__": builtins, "__name__": "__main__"}
+    classes = {}
+    for index, namespace in enumerate(cfg["namespaces"]):
+        spec = namespace["errorClass"]
+        if spec is None:
+            error_class, member = Exception, None
+        else:
+            error_class = classes.get(spec["name"])
+            if error_class is None:
+                error_class = classes[spec["name"]] = _error_class(spec["name"], spec["member"])
+            scope[spec["name"]] = error_class
+            member = spec["member"]
+        functions = {name: binding(index, name, error_class, member) for name in namespace["names"]}
+        scope[namespace["global"]] = _namespace(namespace["global"], functions)
+
+    return scope, settle
+
+
+def _outcome(result, limit):
+    if result is None:
+        return b'{"t":"done"}\n'
+    value = result[0]
+    problem = _problem(value, "result")
+    if problem is not None:
+        return _error_line("invalid-output", problem)
+    try:
+        text = _dumps(value)
+    except RecursionError:
+        return _error_line("invalid-output", "nested too deeply")
+    if len(text) > limit:
+        size = len(_dumps(value, False).encode("utf-8", "surrogatepass"))
+        if size > limit:
+            return _error_line("result-size", str(size))
+    return b'{"t":"done","value":' + text.encode("ascii") + b"}\n"
+
+
+def _error_line(kind, message=None):
+    body = {"t": "error", "kind": kind}
+    if message is not None:
+        body["message"] = message
+    return (_dumps(body) + "\n").encode("ascii")
+
+
+`
+
+const PROCESS_HEAD: string = String.raw`import os, sys
+
+
+def _init(child):
+    for fd in (0, 1, 2, 3, 4):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    os.chdir("/")
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(70)
+        except InterruptedError:
+            continue
+        if pid == child:
+            if os.WIFSIGNALED(status):
+                os._exit(128 + os.WTERMSIG(status))
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
+
+
+if sys.argv[1:] == ["init"]:
+    _child = os.fork()
+    if _child != 0:
+        _init(_child)
+elif sys.argv[1:2] == ["drop"]:
+    _uid, _gid = int(sys.argv[2]), int(sys.argv[3])
+    try:
+        os.setgroups([])
+        os.setresgid(_gid, _gid, _gid)
+        os.setresuid(_uid, _uid, _uid)
+    except OSError:
+        os._exit(75)
+    if os.getresuid() != (_uid, _uid, _uid) or os.getresgid() != (_gid, _gid, _gid) or os.getgroups():
+        os._exit(75)
+    os.chdir(sys.argv[4])
+
+`
+
+const PROCESS_MAIN: string = String.raw`import asyncio, resource, signal
+
+_FROM_HOST = 3
+_TO_HOST = 4
+
+
+def _write(data):
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(_TO_HOST, view):]
+    except OSError:
+        os._exit(71)
+
+
+def _report(kind, message=None):
+    _flush()
+    _write(_error_line(kind, message))
+    os._exit(0)
+
+
+def _flush():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+
+
+def _on_cpu(signum, frame):
+    _write(b'{"t":"error","kind":"timeout"}\n')
+    os._exit(0)
+
+
+def _read_config():
+    data = bytearray()
+    while True:
+        chunk = os.read(_FROM_HOST, 1 << 16)
+        if not chunk:
+            os._exit(72)
+        at = chunk.find(b"\n")
+        if at >= 0:
+            data += chunk[:at]
+            return json.loads(data.decode("utf-8")), bytearray(chunk[at + 1:])
+        data += chunk
+
+
+def _limit(which, soft, hard=None):
+    if hard is None:
+        hard = soft
+    _, current = resource.getrlimit(which)
+    if current != resource.RLIM_INFINITY:
+        soft = min(soft, current)
+        hard = min(hard, current)
+    resource.setrlimit(which, (soft, hard))
+
+
+def _apply_limits(cfg):
+    cpu_seconds = max(1, -(-cfg["cpuMs"] // 1000))
+    _limit(resource.RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)
+    _limit(resource.RLIMIT_AS, cfg["memoryBytes"])
+    _limit(resource.RLIMIT_NOFILE, cfg["openFiles"])
+    _limit(resource.RLIMIT_FSIZE, cfg["fileBytes"])
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_NPROC, 0)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    signal.signal(signal.SIGPROF, _on_cpu)
+    sys.setrecursionlimit(cfg["recursionLimit"])
+
+
+def _main():
+    cfg, pending_input = _read_config()
+    _apply_limits(cfg)
+    os.dup2(1, 2)
+    for stream in (sys.stdout, sys.stderr):
+        stream.reconfigure(errors="backslashreplace")
+    os.environ.clear()
+    sys.argv = [_FILENAME]
+
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    loop.set_exception_handler(lambda loop, context: None)
+
     def readable():
         try:
             chunk = os.read(_FROM_HOST, 1 << 16)
@@ -426,20 +498,7 @@ def _main():
             del pending_input[:at + 1]
             settle(line)
 
-    scope = {"__builtins__": builtins, "__name__": "__main__"}
-    classes = {}
-    for index, namespace in enumerate(cfg["namespaces"]):
-        spec = namespace["errorClass"]
-        if spec is None:
-            error_class, member = Exception, None
-        else:
-            error_class = classes.get(spec["name"])
-            if error_class is None:
-                error_class = classes[spec["name"]] = _error_class(spec["name"], spec["member"])
-            scope[spec["name"]] = error_class
-            member = spec["member"]
-        functions = {name: binding(index, name, error_class, member) for name in namespace["names"]}
-        scope[namespace["global"]] = _namespace(namespace["global"], functions)
+    scope, settle = _bridge(cfg, loop)
 
     os.set_blocking(_FROM_HOST, False)
     loop.add_reader(_FROM_HOST, readable)
@@ -459,26 +518,13 @@ def _main():
 
 
 def _finish(result, limit):
-    if result is None:
-        _flush()
-        _write(b'{"t":"done"}\n')
-        os._exit(0)
-    value = result[0]
-    problem = _problem(value, "result")
-    if problem is not None:
-        _report("invalid-output", problem)
-    try:
-        text = _dumps(value)
-    except RecursionError:
-        _report("invalid-output", "nested too deeply")
-    if len(text) > limit:
-        size = len(_dumps(value, False).encode("utf-8", "surrogatepass"))
-        if size > limit:
-            _report("result-size", str(size))
     _flush()
-    _write(b'{"t":"done","value":' + text.encode("ascii") + b"}\n")
+    _write(_outcome(result, limit))
     os._exit(0)
 
 
 _main()
 `
+
+/** @internal */
+export const RUNNER_SOURCE: string = PROCESS_HEAD + RUNNER_CORE + PROCESS_MAIN
