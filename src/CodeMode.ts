@@ -180,7 +180,8 @@ export const makeTransport = (options?: TransportOptions): Tool.Any => {
       kind: "execute",
       rawInput: args.code
     }),
-    execute: (args, ctx) => codeBridge.runProgram(args, ctx, bridge)
+    execute: (args, ctx) => codeBridge.runProgram(args, ctx, bridge),
+    replay: "safe"
   })
   return internal.markTransport(transport) as unknown as Tool.Any
 }

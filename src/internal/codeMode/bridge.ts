@@ -21,6 +21,9 @@ import type { Service as RegistryService } from "../../ToolRegistry.js"
 import { abortError, CodeRun, type Outer } from "./codeRun.js"
 import { INVALID_DESCRIPTION_MESSAGE, requireRuntime } from "./modes.js"
 import { conclude, plainError, type RunCodeOutput } from "./outcome.js"
+import { CurrentDurableScope } from "../base/durableScope.js"
+import { batchOfScope } from "../durable/run.js"
+import { DurableCodeRun } from "./durableRun.js"
 import { nestedOf } from "../pipeline/pipeline.js"
 import { driveLane } from "../scheduler/driver.js"
 
@@ -112,15 +115,21 @@ export const runProgram = (
       : Option.getOrUndefined(yield* Effect.serviceOption(ToolCallLog.ToolCallLog))
     const controller = new AbortController()
     setMaxListeners(0, controller.signal)
-    const run = new CodeRun(
-      options.maxParallelSubCalls,
-      controller,
-      nested.staged,
-      nested.registry,
-      ctx,
-      outer,
-      log
-    )
+    const scope = yield* CurrentDurableScope
+    const batch = scope === undefined ? undefined : batchOfScope.get(scope)
+    const run = batch === undefined
+      ? new CodeRun(options.maxParallelSubCalls, controller, nested.staged, nested.registry, ctx, outer, log)
+      : new DurableCodeRun(
+        options.maxParallelSubCalls,
+        controller,
+        nested.staged,
+        nested.registry,
+        ctx,
+        outer,
+        log,
+        batch.parts,
+        batch
+      )
     controller.signal.addEventListener("abort", () => run.wakeUp(), { once: true })
     const namespace = bindingsOf(run, nested.registry, outer.agent)
     const unfollow = follow(ctx.signal, controller)

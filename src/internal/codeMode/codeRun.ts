@@ -88,6 +88,8 @@ export class CodeRun extends Lane {
   readonly entries: Array<Entry> = []
   readonly appender: Appender | undefined
   override readonly inlineExclusive = true
+  /** Set when a durable run's sub-call diverged from its recorded run: the run ends with this error. */
+  diverged: string | undefined = undefined
 
   constructor(
     maxParallel: number,
@@ -143,7 +145,7 @@ export class CodeRun extends Lane {
     return this.entries[index].input
   }
 
-  record(): Effect.Effect<boolean> {
+  record(_index: number, _result: ToolResult.ToolResult): Effect.Effect<boolean> {
     return Effect.succeed(true)
   }
 

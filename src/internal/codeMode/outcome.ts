@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { CodeRunResult } from "../../CodeRuntime.js"
 import type { JsonValue } from "../../Json.js"
-import { CodeRunFailedError } from "../../ToolError.js"
+import { CodeRunFailedError, Codes, HarnessError } from "../../ToolError.js"
 import { type CodeRun, LOG_FAILED_REASON } from "./codeRun.js"
 
 /** The canonical `run_code` value (PTC-2). @internal */
@@ -72,6 +72,9 @@ export const SUSPENDED_REASON = "run_code was suspended until an approval is ans
  * @internal
  */
 export const conclude = (run: CodeRun, exit: Exit.Exit<CodeRunResult, unknown>): Effect.Effect<RunCodeOutput, unknown> => {
+  if (run.diverged !== undefined) {
+    return Effect.fail(new HarnessError({ message: run.diverged, code: Codes.CODE_REPLAY_DIVERGED }))
+  }
   const failure = run.failure
   if (failure !== undefined) {
     switch (failure._tag) {

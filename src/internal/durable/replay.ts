@@ -50,6 +50,8 @@ export interface Journaled {
   readonly resolve: (slot: string) => Resolution
   /** Rows already stored (so a resumed batch does not write them again). */
   readonly has: (key: string) => boolean
+  /** The stored payload of an entry. */
+  readonly payloadOf: (key: string) => string | undefined
 }
 
 const FRESH: Resolution = { _tag: "Fresh" }
@@ -60,7 +62,7 @@ const unreadable = (reason: string): Resolution => ({ _tag: "Unreadable", reason
 /** Reads a batch's rows (in write order) into one resolution per slot. @internal */
 export const read = (rows: ReadonlyArray<StoredRow>): Journaled => {
   const slots = new Map<string, Slot>()
-  const keys = new Set<string>()
+  const keys = new Map<string, string>()
   const corrupt: Array<CorruptRow> = []
   let batch: Decoded<BatchRow> | undefined = undefined
   let stop: Decoded<string> | undefined = undefined
@@ -70,7 +72,7 @@ export const read = (rows: ReadonlyArray<StoredRow>): Journaled => {
   }
   for (const row of rows) {
     if (keys.has(row.entry)) continue
-    keys.add(row.entry)
+    keys.set(row.entry, row.payload)
     if (row.entry === entry.batch) {
       batch = note(row, decodeBatch(row.payload))
       continue
@@ -121,5 +123,5 @@ export const read = (rows: ReadonlyArray<StoredRow>): Journaled => {
     }
     return slot.call ? BEGUN : FRESH
   }
-  return { batch, stop, corrupt, resolve, has: (key) => keys.has(key) }
+  return { batch, stop, corrupt, resolve, has: (key) => keys.has(key), payloadOf: (key) => keys.get(key) }
 }
