@@ -86,7 +86,7 @@ const publicModules = (dir: string): Array<string> =>
     .sort()
 
 /** Modules of src/ that import an optional peer, so the root barrel leaves them out. */
-const PEER_ONLY_MODULES: ReadonlyArray<string> = ["AgentLoop", "AiToolkit", "McpTools"]
+const PEER_ONLY_MODULES: ReadonlyArray<string> = ["AgentLoop", "AiToolkit", "DurableTurn", "McpTools"]
 
 const entry = (base: string) => ({ types: `./dist/${base}.d.ts`, import: `./dist/${base}.js` })
 
@@ -287,7 +287,7 @@ describe("packaging (issue 11 items 1 and 2)", () => {
       )
     )
     // The root barrel has every public module of src/ as a namespace, except the modules that
-    // need an optional peer (`@effect/ai`, the MCP SDK): those are only on their own subpaths.
+    // need an optional peer (`@effect/ai`, the MCP SDK, `@effect/workflow`): those are only on their own subpaths.
     assert.deepStrictEqual(
       summary.entries[manifest.name],
       publicModules("src").filter((name) => !PEER_ONLY_MODULES.includes(name))
