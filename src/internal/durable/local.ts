@@ -26,9 +26,27 @@ export interface Caller {
 export const keyString = (key: JournalKey): string => JSON.stringify([key.sessionId, key.batchId])
 
 /** @internal */
+/** A lane running here: its controller, and how to abandon it (nothing more is journaled). @internal */
+export interface RunningLane {
+  readonly controller: AbortController
+  readonly abandon: () => void
+}
+
+/** @internal */
 export class LocalRuns {
-  readonly controllers = new Map<string, AbortController>()
+  readonly running = new Map<string, RunningLane>()
   readonly callers = new Map<string, Caller>()
+  /** The layer is closing: lanes that start now are abandoned at once. */
+  closing = false
+
+  /** The process is shutting down: every lane running here is abandoned; its batch resumes later. */
+  shutdown(reason: unknown): void {
+    this.closing = true
+    for (const lane of this.running.values()) {
+      lane.abandon()
+      lane.controller.abort(reason)
+    }
+  }
 
   /** Registers a local caller for the batch; the first one keeps the commit callback. */
   attach(key: JournalKey, onCommit: ((event: CommitEvent) => unknown) | undefined): Caller {

@@ -109,10 +109,20 @@ export const runOnce = (
       const controller = new AbortController()
       setMaxListeners(0, controller.signal)
       const id = keyString(key)
-      deps.local.controllers.set(id, controller)
+      let abandoned = false
+      let batchOf: DurableBatch | undefined = undefined
+      const lane = {
+        controller,
+        abandon: () => {
+          abandoned = true
+          if (batchOf !== undefined) batchOf.detached = true
+        }
+      }
+      deps.local.running.set(id, lane)
       const release = Effect.sync(() => {
-        if (deps.local.controllers.get(id) === controller) deps.local.controllers.delete(id)
+        if (deps.local.running.get(id) === lane) deps.local.running.delete(id)
       })
+      if (deps.local.closing) return yield* Effect.interrupt
       return yield* Effect.gen(function*() {
         const journaled = read(yield* deps.journal.load(key))
         if (journaled.batch === undefined) yield* deps.journal.write(key, [batchRow(payload)])
@@ -136,13 +146,18 @@ export const runOnce = (
           approvalId: (callId) => approvalIdOf(key, callId)
         }
         batchOfScope.set(scope, batch)
+        batchOf = batch
+        if (abandoned) batch.detached = true
         const driver = yield* Effect.fork(
           Effect.scoped(Effect.zipRight(driveLane(batch), Effect.suspend(() => batch.outcomeOf()))).pipe(
             Effect.provideService(CurrentDurableScope, scope)
           )
         )
         const awaited = yield* Effect.exit(restore(Fiber.await(driver)))
-        if (Exit.isSuccess(awaited)) return yield* Fiber.join(driver)
+        if (Exit.isSuccess(awaited)) {
+          if (batch.detached) return yield* Effect.interrupt
+          return yield* Fiber.join(driver)
+        }
         batch.detached = true
         controller.abort(new DOMException(SHUTDOWN_REASON, "AbortError"))
         yield* Fiber.await(driver)

@@ -188,6 +188,9 @@ export const make = (options: DurableTurn.Options | undefined) =>
     const workflow = batchWorkflow(settings.pollInterval)
     const deps: RunDeps = { journal, runtime, registry, log, local }
     yield* engine.register(workflow, body(deps))
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => local.shutdown(new DOMException("the process is shutting down", "AbortError")))
+    )
     const approvalService = yield* Effect.serviceOption(ApprovalService)
     if (Option.isSome(approvalService)) {
       yield* approvalService.value.answer(durableAnswerer(journal, settings.approvalTimeout))
@@ -202,8 +205,8 @@ export const make = (options: DurableTurn.Options | undefined) =>
             `durable batch ${quote(key.batchId)}: its stop could not be journaled (it holds in this process only)`
           )
         }
-        const controller = local.controllers.get(keyString(key))
-        if (controller !== undefined) controller.abort(reason)
+        const lane = local.running.get(keyString(key))
+        if (lane !== undefined) lane.controller.abort(reason)
         else yield* engine.resume(workflow, executionId)
       })
 
