@@ -22,7 +22,7 @@ import type { UserMessage } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as internal from "./internal/ai/agentLoop.js"
 import * as prompts from "./internal/ai/agentLoopPrompt.js"
-import type { CommitEvent, CommittedResult, ModelToolCall, SchedulerError } from "./Scheduler.js"
+import type { BatchResult, CommitEvent, CommittedResult, ModelToolCall, SchedulerError } from "./Scheduler.js"
 import type { ToolCallLog } from "./ToolCallLog.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 import type { ToolRuntime } from "./ToolRuntime.js"
@@ -42,7 +42,7 @@ export const DEFAULT_MAX_STEPS: number = internal.DEFAULT_MAX_STEPS
  * @since 0.1.0
  * @category models
  */
-export interface Options {
+export interface Options<E = never> {
   /** The agent whose visible tools the model gets and whose scope runs every call. */
   readonly agent: AgentId
   /** The conversation so far: a string (one user message), messages, or a `Prompt`. */
@@ -60,6 +60,36 @@ export interface Options {
   readonly toolChoice?: "auto" | "none" | "required" | undefined
   /** The `batchId` of each step's durable records (default: the step's first call id). */
   readonly batchId?: ((step: number) => string) | undefined
+  /**
+   * Makes the turn durable (`DurableTurn.loopSteps({ sessionId, turnId })` gives it): each model
+   * step is recorded and each step's calls run as a durable batch, so running the turn again after
+   * a crash replays the steps already answered without asking the model, and resumes the batch
+   * that was running. `batchId` is then ignored (the store names the batches).
+   */
+  readonly durable?: DurableSteps<E> | undefined
+}
+
+/**
+ * A durable turn's store (see `DurableTurn.loopSteps`): the recorded model message of a step (JSON
+ * text this module writes), recording one — the stored text comes back, the first recording wins
+ * — and a step's calls as a durable batch.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DurableSteps<E> {
+  readonly model: (step: number) => Effect.Effect<string | undefined, E>
+  readonly recordModel: (step: number, message: string) => Effect.Effect<string, E>
+  readonly runBatch: (
+    step: number,
+    calls: ReadonlyArray<ModelToolCall>,
+    options: {
+      readonly agent: string
+      readonly maxParallel?: number | undefined
+      readonly signal?: AbortSignal | undefined
+      readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
+    }
+  ) => Effect.Effect<BatchResult, E>
 }
 
 /**
@@ -171,13 +201,12 @@ export type Requirements = LanguageModel.LanguageModel | ToolRuntime | ToolRegis
  * @since 0.1.0
  * @category constructors
  */
-export const run: (options: Options) => Effect.Effect<Summary, LoopError, Requirements> = Effect.fn("AgentLoop.run")(
-  function*(options: Options) {
+export const run: <E = never>(options: Options<E>) => Effect.Effect<Summary, LoopError | E, Requirements> = Effect
+  .fn("AgentLoop.run")(function*<E>(options: Options<E>) {
     const settings = internal.readSettings(options)
     if (!("agent" in settings)) return yield* Effect.die(settings)
-    return yield* internal.loop(settings, internal.generate, undefined)
-  }
-)
+    return yield* internal.loop(settings as internal.Settings<E>, internal.generate, undefined)
+  })
 
 /**
  * The loop over `streamText`, as a stream of {@link Event}s (the same steps and stop rules as
@@ -187,13 +216,13 @@ export const run: (options: Options) => Effect.Effect<Summary, LoopError, Requir
  * @since 0.1.0
  * @category constructors
  */
-export const stream = (options: Options): Stream.Stream<Event, LoopError, Requirements> =>
+export const stream = <E = never>(options: Options<E>): Stream.Stream<Event, LoopError | E, Requirements> =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const settings = internal.readSettings(options)
     if (!("agent" in settings)) return yield* Effect.die(settings)
-    const queue = yield* Queue.unbounded<Take.Take<Event, LoopError>>()
+    const queue = yield* Queue.unbounded<Take.Take<Event, LoopError | E>>()
     const emit = (event: Event): Effect.Effect<void> => Queue.offer(queue, Take.of(event))
-    yield* internal.loop(settings, internal.streamModel, emit).pipe(
+    yield* internal.loop(settings as internal.Settings<E>, internal.streamModel, emit).pipe(
       Effect.matchCauseEffect({
         onSuccess: () => Queue.offer(queue, Take.end),
         onFailure: (cause) => Queue.offer(queue, Take.failCause(cause))

@@ -273,6 +273,41 @@ export const layerLog: Layer.Layer<ToolCallLog, never, DurableJournal> = Layer.e
 export const layerJournalMemory: Layer.Layer<DurableJournal> = Layer.sync(journal.DurableJournal, journal.memory)
 
 /**
+ * A durable agent turn's store, for `AgentLoop.run({ …, durable })`: each model step recorded in
+ * the journal (under the batch `<turnId>/model`), each step's calls the durable batch
+ * `<turnId>/<step>`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LoopSteps {
+  readonly model: (step: number) => Effect.Effect<string | undefined, DurableTurnError>
+  readonly recordModel: (step: number, message: string) => Effect.Effect<string, DurableTurnError>
+  readonly runBatch: (
+    step: number,
+    calls: ReadonlyArray<ModelToolCall>,
+    options: {
+      readonly agent: string
+      readonly maxParallel?: number | undefined
+      readonly signal?: AbortSignal | undefined
+      readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
+    }
+  ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
+}
+
+/**
+ * The store that makes an agent loop durable (`AgentLoop.run({ agent, prompt, durable })`): run the
+ * same `turnId` again after a crash and the steps already answered are replayed without asking the
+ * model, the batch that was running resumes, and the loop goes on.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const loopSteps = (
+  options: { readonly sessionId: string; readonly turnId: string }
+): Effect.Effect<LoopSteps, DurableTurnError, DurableTurns | DurableJournal> => internal.loopSteps(options)
+
+/**
  * {@link Service.runBatch} of the service in context.
  *
  * @since 0.1.0

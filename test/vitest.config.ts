@@ -1,11 +1,32 @@
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
+/**
+ * Test files that need a fresh module graph of their own: they use process-wide state (fake
+ * timers, the code runtimes' shared engine, module-level registries) or child processes. Every
+ * other file shares its worker's module graph (`isolate: false`), which saves most of the time a
+ * worker spends importing the library for each file.
+ */
+const isolated = [
+  "test/ApprovalGrants.backends.test.ts",
+  "test/ApprovalGrants.test.ts",
+  "test/ApprovalService.test.ts",
+  "test/CodeMode.test.ts",
+  "test/Presets.test.ts",
+  "test/TimeoutPolicy.test.ts",
+  "test/packaging.test.ts",
+  "test/DurableTurn.crash.test.ts",
+  "test/Cluster*.test.ts"
+]
+
 export default defineConfig({
   test: {
     root: fileURLToPath(new URL("..", import.meta.url)),
-    include: ["test/**/*.test.ts"],
     testTimeout: 30_000,
-    hookTimeout: 30_000
+    hookTimeout: 30_000,
+    projects: [
+      { extends: true, test: { name: "isolated", include: isolated } },
+      { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: isolated, isolate: false } }
+    ]
   }
 })

@@ -23,6 +23,7 @@ import type { ToolResult } from "../../ToolResult.js"
 import type { ToolRuntime } from "../../ToolRuntime.js"
 import * as prompts from "./agentLoopPrompt.js"
 import * as tools from "./agentLoopTools.js"
+import { decodeMessage, type DurableSteps, encodeMessage } from "./durableSteps.js"
 
 /** @internal */
 export const DEFAULT_MAX_STEPS = 10
@@ -72,7 +73,7 @@ export type LoopEvent =
   | { readonly _tag: "Finished"; readonly summary: SummaryRecord }
 
 /** @internal */
-export interface Settings {
+export interface Settings<E = never> {
   readonly agent: AgentId
   readonly prompt: Prompt.Prompt
   readonly maxSteps: number
@@ -80,6 +81,7 @@ export interface Settings {
   readonly signal: AbortSignal | undefined
   readonly toolChoice: ToolChoice | undefined
   readonly batchId: ((step: number) => string) | undefined
+  readonly durable: DurableSteps<E> | undefined
 }
 
 const illegal = (message: string) => new Cause.IllegalArgumentException(message)
@@ -97,7 +99,26 @@ const readOption = (options: object, key: string): unknown => {
  *
  * @internal
  */
-export const readSettings = (options: unknown): Settings | Cause.IllegalArgumentException => {
+const DURABLE_MESSAGE = "AgentLoop option \"durable\" must be the store of DurableTurn.loopSteps"
+
+/** The durable store, each member read once. */
+const readDurable = (value: unknown): DurableSteps<never> | undefined | Cause.IllegalArgumentException => {
+  if (value === undefined) return undefined
+  if (typeof value !== "object" || value === null) return illegal(DURABLE_MESSAGE)
+  const model = readOption(value, "model")
+  const recordModel = readOption(value, "recordModel")
+  const runBatch = readOption(value, "runBatch")
+  if (typeof model !== "function" || typeof recordModel !== "function" || typeof runBatch !== "function") {
+    return illegal(DURABLE_MESSAGE)
+  }
+  return {
+    model: (step) => Effect.suspend(() => model(step)),
+    recordModel: (step, message) => Effect.suspend(() => recordModel(step, message)),
+    runBatch: (step, calls, options) => Effect.suspend(() => runBatch(step, calls, options))
+  } as DurableSteps<never>
+}
+
+export const readSettings = (options: unknown): Settings<never> | Cause.IllegalArgumentException => {
   if (typeof options !== "object" || options === null) return illegal("AgentLoop options must be an object")
   try {
     const agent = readOption(options, "agent")
@@ -129,6 +150,8 @@ export const readSettings = (options: unknown): Settings | Cause.IllegalArgument
     if (batchId !== undefined && typeof batchId !== "function") {
       return illegal("AgentLoop option \"batchId\" must be a function of the step number")
     }
+    const durable = readDurable(readOption(options, "durable"))
+    if (durable instanceof Cause.IllegalArgumentException) return durable
     return {
       agent,
       prompt,
@@ -136,7 +159,8 @@ export const readSettings = (options: unknown): Settings | Cause.IllegalArgument
       maxParallel,
       signal,
       toolChoice,
-      batchId: batchId as ((step: number) => string) | undefined
+      batchId: batchId as ((step: number) => string) | undefined,
+      durable
     }
   } catch (error) {
     return error instanceof Cause.IllegalArgumentException ? error : illegal("AgentLoop options could not be read")
@@ -154,7 +178,7 @@ type Emit = (event: LoopEvent) => Effect.Effect<void>
 type AskModel = (
   prompt: Prompt.Prompt,
   toolkit: tools.WireToolkit,
-  settings: Settings,
+  settings: Settings<unknown>,
   step: number,
   emit: Emit | undefined
 ) => Effect.Effect<ModelMessage, AiError.AiError, LanguageModel.LanguageModel>
@@ -223,6 +247,37 @@ export const streamModel: AskModel = (prompt, toolkit, settings, step, emit) =>
     )
   })
 
+/**
+ * A durable step's model message: the recorded one (its parts emitted again, nothing asked), or
+ * the model's answer, recorded (when another run recorded the step first, that recording wins).
+ */
+const askDurably = <E>(
+  durable: DurableSteps<E>,
+  asked: Effect.Effect<ModelMessage, AiError.AiError, LanguageModel.LanguageModel>,
+  step: number,
+  emit: Emit | undefined
+): Effect.Effect<ModelMessage, AiError.AiError | E, LanguageModel.LanguageModel> =>
+  Effect.flatMap(durable.model(step), (recorded) => {
+    if (recorded !== undefined) {
+      const message = decodeMessage(recorded)
+      if (message === undefined) {
+        return Effect.dieMessage(`AgentLoop: the recorded model message of step ${step} could not be read`)
+      }
+      if (emit === undefined) return Effect.succeed(message)
+      return Effect.as(
+        Effect.forEach(message.parts, (part) => isModelPart(part) ? emit({ _tag: "ModelPart", step, part }) : Effect.void, {
+          discard: true
+        }),
+        message
+      )
+    }
+    return Effect.flatMap(asked, (message) => {
+      const text = encodeMessage(message)
+      if (text === undefined) return Effect.succeed(message)
+      return Effect.map(durable.recordModel(step, text), (stored) => stored === text ? message : decodeMessage(stored) ?? message)
+    })
+  })
+
 const abortedWait = (signal: AbortSignal): Effect.Effect<void> =>
   Effect.async<void>((resume) => {
     if (signal.aborted) return resume(Effect.void)
@@ -285,11 +340,11 @@ export type LoopContext = LanguageModel.LanguageModel | ToolRuntime | ToolRegist
  *
  * @internal
  */
-export const loop = (
-  settings: Settings,
+export const loop = <E = never>(
+  settings: Settings<E>,
   ask: AskModel,
   emit: Emit | undefined
-): Effect.Effect<SummaryRecord, LoopError, LoopContext> =>
+): Effect.Effect<SummaryRecord, LoopError | E, LoopContext> =>
   Effect.gen(function*() {
     const registry = yield* ToolRegistry
     const { agent, signal } = settings
@@ -323,7 +378,9 @@ export const loop = (
         toolkit = tools.toolkitOf((yield* CodeMode.assembly(agent)).schemas)
         lastView = view
       }
-      const asked = ask(prompt, toolkit, settings, step, emit)
+      const asked = settings.durable === undefined
+        ? ask(prompt, toolkit, settings, step, emit)
+        : askDurably(settings.durable, ask(prompt, toolkit, settings, step, emit), step, emit)
       const answer = signal === undefined
         ? yield* Effect.map(asked, Option.some)
         : yield* Effect.raceFirst(Effect.map(asked, Option.some), Effect.as(abortedWait(signal), Option.none()))
@@ -350,13 +407,18 @@ export const loop = (
         yield* say({ _tag: "StepEnded", step: record })
         return yield* finish("stop", [])
       }
-      const batch = yield* Scheduler.runBatch(calls, {
+      const batchOptions = {
         agent,
         ...(settings.maxParallel === undefined ? {} : { maxParallel: settings.maxParallel }),
         ...(signal === undefined ? {} : { signal }),
-        ...(settings.batchId === undefined ? {} : { batchId: batchIdOf(settings.batchId, step) }),
-        ...(emit === undefined ? {} : { onCommit: (commit) => emit({ _tag: "Committed", step, commit }) })
-      })
+        ...(emit === undefined ? {} : { onCommit: (commit: Scheduler.CommitEvent) => emit({ _tag: "Committed", step, commit }) })
+      }
+      const batch = settings.durable === undefined
+        ? yield* Scheduler.runBatch(calls, {
+          ...batchOptions,
+          ...(settings.batchId === undefined ? {} : { batchId: batchIdOf(settings.batchId, step) })
+        })
+        : yield* settings.durable.runBatch(step, calls, batchOptions)
       const record: StepRecord = {
         ...base,
         results: batch.results,

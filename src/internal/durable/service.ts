@@ -16,6 +16,7 @@ import * as Option from "effect/Option"
 import { ApprovalService } from "../../ApprovalService.js"
 import type { Answer } from "../../ApprovalService.js"
 import type * as DurableTurn from "../../DurableTurn.js"
+import { DurableTurns as DurableTurnsTag } from "../../DurableTurn.js"
 import type { BatchResult, CommitEvent, ModelToolCall, SchedulerError } from "../../Scheduler.js"
 import { ToolCallLog } from "../../ToolCallLog.js"
 import { detailOf } from "../../ToolError.js"
@@ -329,4 +330,32 @@ export const make = (options: DurableTurn.Options | undefined) =>
           : Effect.flatMap(Effect.mapError(journal.session(sessionId), storage), recordsOf)
     }
     return { turns, approvals: approvalsService(journal, engine, workflow) }
+  })
+
+/** @internal */
+export const loopSteps = (
+  options: { readonly sessionId: string; readonly turnId: string }
+): Effect.Effect<DurableTurn.LoopSteps, DurableTurnError, DurableTurn.DurableTurns | DurableJournal> =>
+  Effect.gen(function*() {
+    const read = readKey("DurableTurn.loopSteps", {
+      sessionId: (options as { sessionId?: unknown } | null)?.sessionId,
+      batchId: (options as { turnId?: unknown } | null)?.turnId
+    })
+    if (!("sessionId" in read)) return yield* Effect.fail(read)
+    const turns = yield* DurableTurnsTag
+    const journal = yield* DurableJournal
+    const modelKey: JournalKey = { sessionId: read.sessionId, batchId: `${read.batchId}/model` }
+    const stored = (step: number) =>
+      Effect.map(Effect.mapError(journal.load(modelKey), storage), (rows) =>
+        rows.find((row) => row.entry === `step:${step}`)?.payload)
+    return {
+      model: stored,
+      recordModel: (step, message) =>
+        Effect.zipRight(
+          Effect.mapError(journal.write(modelKey, [{ entry: `step:${step}`, payload: message }]), storage),
+          Effect.map(stored(step), (text) => text ?? message)
+        ),
+      runBatch: (step, calls, batch) =>
+        turns.runBatch(calls, { ...batch, sessionId: read.sessionId, batchId: `${read.batchId}/${step}` })
+    }
   })
