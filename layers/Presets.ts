@@ -6,6 +6,8 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { Approval } from "../src/Approval.js"
 import type { ApprovalGrants } from "../src/ApprovalGrants.js"
@@ -14,7 +16,10 @@ import type { CodeRuntime } from "../src/CodeRuntime.js"
 import * as IdGenerator from "../src/IdGenerator.js"
 import type * as Tool from "../src/Tool.js"
 import type { ToolCallLog } from "../src/ToolCallLog.js"
-import type { JsonSchemaError } from "../src/ToolError.js"
+import { detailOf, type JsonSchemaError } from "../src/ToolError.js"
+import type { DurableApprovals, DurableTurns } from "../src/internal/durable/contracts.js"
+import { DurableTurnError } from "../src/internal/durable/errors.js"
+import type { DurableJournal } from "../src/internal/durable/journal.js"
 import type { ToolRegistrationError, ToolRegistry } from "../src/ToolRegistry.js"
 import type * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
@@ -283,4 +288,121 @@ export const layerApproval = <
   const approval = approvalLayer(label, values)
   if (typeof approval === "string") return Layer.die(new Cause.IllegalArgumentException(approval))
   return assemble({ ...read, approval }) as never
+}
+
+/**
+ * What {@link layerDurable} assembles: {@link layerApproval}'s options (the log is the durable
+ * journal's and the person answers through `DurableApprovals`, so no `log` or `interactive`), and
+ * where the durable state lives.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DurableOptions<
+  T extends Tool.Any = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
+> extends Omit<ApprovalOptions<T, never, I, G, false, C>, "log" | "interactive"> {
+  /** The libSQL database of the engine and the journal: `"file:agent.db"` (one runner process per file). */
+  readonly url: string
+  readonly authToken?: string | undefined
+  /** How often the runner reads what other processes wrote (answers). Default `"1 second"`. */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** How long a durable approval waits before it decides `unavailable`. Default `"1 day"`. */
+  readonly approvalTimeout?: Duration.DurationInput | undefined
+}
+
+/**
+ * What {@link layerDurable} provides: {@link layerApproval}'s services over the durable log, and
+ * the durable turns services (`DurableTurns`, `DurableApprovals`, the journal).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DurableProvided<I = never, G = never, C = never> =
+  | ApprovalProvided<never, I, G, false, C>
+  | DurableTurns
+  | DurableApprovals
+  | DurableJournal
+
+/**
+ * Durable turns in one call: tools, policies, the audited approval service and the runtime as
+ * {@link layerApproval} assembles them, over the journal-backed log, with the durable turns
+ * service on the single-node workflow engine and its journal in a libSQL file
+ * (`{ url: "file:agent.db" }`). Batches run with `DurableTurn.runBatch` resume after a crash or a
+ * restart; asks wait for a person across restarts (`DurableTurn.pending`, `DurableTurn.answer`).
+ * Needs the optional peers `@effect/workflow`, `@effect/cluster`, `@effect/rpc`, `@effect/sql` and
+ * `@effect/sql-libsql`, loaded when the layer is built (fails with `DurableTurnError` when they
+ * are missing). Register every tool and policy here (or in Layers beneath): a restarted runner
+ * resumes unfinished batches as soon as it is built.
+ *
+ * @example
+ * ```ts
+ * import type { Tool } from "effect-tool-runtime"
+ * import { Presets } from "effect-tool-runtime/layers"
+ *
+ * declare const writeFile: Tool.ToolDefinition
+ *
+ * const Runtime = Presets.layerDurable({ url: "file:agent.db", tools: [writeFile] })
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerDurable = <
+  T extends Tool.Any = never,
+  I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
+  G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
+>(
+  options: DurableOptions<T, I, G, C>
+): Layer.Layer<
+  DurableProvided<I, G, C>,
+  | DurableTurnError
+  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
+  | ErrorOf<I>
+  | ErrorOf<G>
+  | ErrorOf<C>,
+  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<I> | ContextOf<G> | ContextOf<C>
+> => {
+  const label = "Presets.layerDurable"
+  const values = readKeys(label, options, [...APPROVAL_KEYS, "url", "authToken", "pollInterval", "approvalTimeout"])
+  if (typeof values === "string") return Layer.die(new Cause.IllegalArgumentException(values))
+  if (values.log !== undefined || values.interactive !== undefined) {
+    return Layer.die(
+      new Cause.IllegalArgumentException(`${label} takes no "log" or "interactive": durable turns use their journal and DurableApprovals`)
+    )
+  }
+  if (typeof values.url !== "string") return Layer.die(new Cause.IllegalArgumentException(`${label} option "url" must be a string`))
+  if (values.authToken !== undefined && typeof values.authToken !== "string") {
+    return Layer.die(new Cause.IllegalArgumentException(`${label} option "authToken" must be a string`))
+  }
+  const read = checkValues(label, { ...values, approval: undefined })
+  if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
+  const settings = {
+    url: values.url,
+    authToken: values.authToken,
+    pollInterval: values.pollInterval,
+    approvalTimeout: values.approvalTimeout
+  }
+  return Layer.unwrapEffect(
+    Effect.tryPromise({
+      try: () => import("./internal/presets/durable.js"),
+      catch: (error) =>
+        new DurableTurnError({
+          reason: "InvalidOption",
+          message: `${label} needs the optional packages @effect/workflow, @effect/cluster and @effect/sql-libsql: ${
+            detailOf(error).message
+          }`
+        })
+    }).pipe(
+      Effect.flatMap((durable) => {
+        const assembled = durable.assembleDurable(label, read, values, settings)
+        return typeof assembled === "string"
+          ? Effect.die(new Cause.IllegalArgumentException(assembled))
+          : Effect.succeed(assembled)
+      })
+    )
+  ) as never
 }

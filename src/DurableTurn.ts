@@ -32,13 +32,20 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ApprovalService } from "./ApprovalService.js"
 import type { Answer } from "./ApprovalService.js"
-import type { AgentId } from "./Execution.js"
-import type { JsonValue } from "./Json.js"
-import type { BatchResult, CommitEvent, ModelToolCall, SchedulerError } from "./Scheduler.js"
+import type { BatchResult, ModelToolCall, SchedulerError } from "./Scheduler.js"
 import type { LogContents } from "./ToolCallLog.js"
 import { ToolCallLog } from "./ToolCallLog.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 import type { ToolRuntime } from "./ToolRuntime.js"
+import type {
+  BatchKey,
+  BatchStatus,
+  DurableBatchOptions,
+  LoopSteps,
+  PendingApproval,
+  ResumeOptions
+} from "./internal/durable/contracts.js"
+import { DurableApprovals, DurableTurns } from "./internal/durable/contracts.js"
 import * as errors from "./internal/durable/errors.js"
 import * as journal from "./internal/durable/journal.js"
 import * as durableLog from "./internal/durable/log.js"
@@ -60,125 +67,17 @@ export const DurableTurnError = errors.DurableTurnError
  */
 export type DurableTurnError = errors.DurableTurnError
 
-/**
- * @since 0.1.0
- * @category models
- */
-export interface BatchKey {
-  readonly sessionId: string
-  readonly batchId: string
-}
-
-/**
- * The options of a durable batch: its key, and what an in-memory batch takes (`agent`,
- * `maxParallel`, `signal`, `onCommit`). `onCommit` is told of each commit once its result is
- * stored, in model order; a batch that runs again in the same call announces each commit once.
- *
- * @since 0.1.0
- * @category models
- */
-export interface DurableBatchOptions extends BatchKey {
-  readonly agent?: AgentId | undefined
-  readonly maxParallel?: number | undefined
-  readonly signal?: AbortSignal | undefined
-  readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
-}
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface ResumeOptions {
-  readonly signal?: AbortSignal | undefined
-  readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
-}
-
-/**
- * A request waiting for a person: where it waits, the tool and its call card, the digest of the
- * arguments (never their values) and when it expires (epoch milliseconds).
- *
- * @since 0.1.0
- * @category models
- */
-export interface PendingApproval {
-  readonly id: string
-  readonly sessionId: string
-  readonly batchId: string
-  readonly callId: string
-  readonly toolName: string
-  readonly agent: string
-  readonly reason?: string
-  readonly argumentsDigest: string
-  readonly call: JsonValue
-  readonly askedAt: number
-  readonly expiresAt: number
-}
-
-/**
- * What {@link start} returns: the batch's outcome, or the approvals it waits for.
- *
- * @since 0.1.0
- * @category models
- */
-export type BatchStatus =
-  | { readonly _tag: "Complete"; readonly batch: BatchResult }
-  | { readonly _tag: "Suspended"; readonly pending: ReadonlyArray<PendingApproval> }
-
-/**
- * @since 0.1.0
- * @category models
- */
-export interface Service {
-  /** Runs (or resumes, or returns) the batch and waits for its outcome, through any approval waits. */
-  readonly runBatch: (
-    calls: ReadonlyArray<ModelToolCall>,
-    options: DurableBatchOptions
-  ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
-  /** Like `runBatch`, but returns as soon as the batch waits for a person. */
-  readonly start: (
-    calls: ReadonlyArray<ModelToolCall>,
-    options: DurableBatchOptions
-  ) => Effect.Effect<BatchStatus, DurableTurnError | SchedulerError>
-  /** Resumes a known batch from its journal (its calls are the ones it was started with). */
-  readonly resume: (
-    key: BatchKey,
-    options?: ResumeOptions | undefined
-  ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
-  /** A session's records (`tool/call`, `tool/result`, approval audit, Code Mode dispatches), in order. */
-  readonly records: (sessionId: string) => Effect.Effect<LogContents, DurableTurnError>
-}
-
-/**
- * @since 0.1.0
- * @category tags
- */
-export class DurableTurns extends Context.Tag("effect-tool-runtime/DurableTurns")<DurableTurns, Service>() {}
-
-/**
- * The person's side of durable approvals: usable from any process on the database, including a
- * client-only one that runs no batch.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ApprovalsService {
-  /** The requests waiting for a person, oldest first. */
-  readonly pending: Effect.Effect<ReadonlyArray<PendingApproval>, DurableTurnError>
-  /**
-   * Answers a request (an outcome, or `{ outcome, remember }`); the batch resumes on the runner's
-   * next poll. A request answered already, or unknown, is refused (`Answered`, `NotFound`).
-   */
-  readonly answer: (id: string, answer: Answer) => Effect.Effect<void, DurableTurnError>
-}
-
-/**
- * @since 0.1.0
- * @category tags
- */
-export class DurableApprovals extends Context.Tag("effect-tool-runtime/DurableApprovals")<
-  DurableApprovals,
-  ApprovalsService
->() {}
+export type {
+  ApprovalsService,
+  BatchKey,
+  BatchStatus,
+  DurableBatchOptions,
+  LoopSteps,
+  PendingApproval,
+  ResumeOptions,
+  Service
+} from "./internal/durable/contracts.js"
+export { DurableApprovals, DurableTurns } from "./internal/durable/contracts.js"
 
 /**
  * The journal's storage seam (the SQL Layers are in `layers/DurableTurnSql`).
@@ -271,29 +170,6 @@ export const layerLog: Layer.Layer<ToolCallLog, never, DurableJournal> = Layer.e
  * @category layers
  */
 export const layerJournalMemory: Layer.Layer<DurableJournal> = Layer.sync(journal.DurableJournal, journal.memory)
-
-/**
- * A durable agent turn's store, for `AgentLoop.run({ …, durable })`: each model step recorded in
- * the journal (under the batch `<turnId>/model`), each step's calls the durable batch
- * `<turnId>/<step>`.
- *
- * @since 0.1.0
- * @category models
- */
-export interface LoopSteps {
-  readonly model: (step: number) => Effect.Effect<string | undefined, DurableTurnError>
-  readonly recordModel: (step: number, message: string) => Effect.Effect<string, DurableTurnError>
-  readonly runBatch: (
-    step: number,
-    calls: ReadonlyArray<ModelToolCall>,
-    options: {
-      readonly agent: string
-      readonly maxParallel?: number | undefined
-      readonly signal?: AbortSignal | undefined
-      readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
-    }
-  ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
-}
 
 /**
  * The store that makes an agent loop durable (`AgentLoop.run({ agent, prompt, durable })`): run the

@@ -36,12 +36,12 @@ const ORDER: ReadonlyArray<string> = [
   "layers/internal/sql",
   "layers/internal/registry",
   "layers/internal/approval",
-  "layers/internal/presets",
   "layers/internal/quickjs",
   "layers/internal/python",
   "layers/internal/pyodide",
   "layers/internal/durable",
-  "layers/internal/cluster"
+  "layers/internal/cluster",
+  "layers/internal/presets"
 ]
 
 /**

@@ -1,0 +1,46 @@
+/**
+ * The durable preset assembled (loaded only when `Presets.layerDurable` is built, since it needs
+ * the optional peers): the approval preset over the durable log, the durable service over it, and
+ * the single-node engine with the journal on a libSQL file beneath everything.
+ *
+ * @internal
+ */
+import * as Layer from "effect/Layer"
+import * as DurableTurn from "../../../src/DurableTurn.js"
+import * as DurableTurnSql from "../../DurableTurnSql.js"
+import { approvalLayer, assemble } from "./assemble.js"
+import type { APPROVAL_KEYS, Read } from "./options.js"
+
+/** The preset's own settings, read once by `Presets.layerDurable`. @internal */
+export interface DurableSettings {
+  readonly url: string
+  readonly authToken: string | undefined
+  readonly pollInterval: unknown
+  readonly approvalTimeout: unknown
+}
+
+/** @internal */
+export const assembleDurable = (
+  label: string,
+  read: Read,
+  values: Readonly<Record<(typeof APPROVAL_KEYS)[number], unknown>>,
+  settings: DurableSettings
+): Layer.Layer<never, unknown, unknown> | string => {
+  const approval = approvalLayer(label, { ...values, interactive: undefined })
+  if (typeof approval === "string") return approval
+  const engine = DurableTurnSql.layerLibsql({
+    url: settings.url,
+    ...(settings.authToken === undefined ? {} : { authToken: settings.authToken }),
+    ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never })
+  })
+  const runtime = assemble({ ...read, log: DurableTurn.layerLog, approval })
+  const durable = DurableTurn.layer({
+    ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never }),
+    ...(settings.approvalTimeout === undefined ? {} : { approvalTimeout: settings.approvalTimeout as never })
+  })
+  return durable.pipe(
+    Layer.provideMerge(runtime),
+    Layer.provideMerge(DurableTurn.layerLog),
+    Layer.provideMerge(engine)
+  ) as Layer.Layer<never, unknown, unknown>
+}
