@@ -25,7 +25,7 @@ import type * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
 import type * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
 import { approvalLayer, assemble } from "./internal/presets/assemble.js"
-import { APPROVAL_KEYS, checkValues, readKeys, readOptions } from "./internal/presets/options.js"
+import { APPROVAL_KEYS, checkValues, isLayer, readKeys, readOptions } from "./internal/presets/options.js"
 import type * as TimeoutPolicy from "./TimeoutPolicy.js"
 import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
 
@@ -302,8 +302,15 @@ export interface DurableOptions<
   T extends Tool.Any = never,
   I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
   G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
-  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never,
+  S extends Layer.Layer<never, unknown, unknown> = never
 > extends Omit<ApprovalOptions<T, never, I, G, false, C>, "log" | "interactive"> {
+  /**
+   * Registrations the batches depend on — pre-execute policies, guards, hooks, answerers — as a
+   * Layer over the preset's services (`Layer.scopedDiscard(…)`). It is built before the engine
+   * resumes any batch, so a batch resumed at start-up sees the same policies as the first run.
+   */
+  readonly setup?: S | undefined
   /** The libSQL database of the engine and the journal: `"file:agent.db"` (one runner process per file). */
   readonly url: string
   readonly authToken?: string | undefined
@@ -332,6 +339,7 @@ export type DurableProvided<I = never, G = never, C = never> =
  * service on the single-node workflow engine and its journal in a libSQL file
  * (`{ url: "file:agent.db" }`). Batches run with `DurableTurn.runBatch` resume after a crash or a
  * restart; asks wait for a person across restarts (`DurableTurn.pending`, `DurableTurn.answer`).
+ * Policies go in `setup` (see {@link DurableOptions}).
  * Needs the optional peers `@effect/workflow`, `@effect/cluster`, `@effect/rpc`, `@effect/sql` and
  * `@effect/sql-libsql`, loaded when the layer is built (fails with `DurableTurnError` when they
  * are missing). Register every tool and policy here (or in Layers beneath): a restarted runner
@@ -354,20 +362,26 @@ export const layerDurable = <
   T extends Tool.Any = never,
   I extends Layer.Layer<IdGenerator.IdGenerator, unknown, unknown> = never,
   G extends Layer.Layer<ApprovalGrants, unknown, unknown> = never,
-  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never
+  C extends Layer.Layer<CodeRuntime, unknown, unknown> = never,
+  S extends Layer.Layer<never, unknown, unknown> = never
 >(
-  options: DurableOptions<T, I, G, C>
+  options: DurableOptions<T, I, G, C, S>
 ): Layer.Layer<
   DurableProvided<I, G, C>,
   | DurableTurnError
   | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
   | ErrorOf<I>
   | ErrorOf<G>
-  | ErrorOf<C>,
-  Exclude<ToolRequirements<T>, ToolRegistry> | ContextOf<I> | ContextOf<G> | ContextOf<C>
+  | ErrorOf<C>
+  | ErrorOf<S>,
+  | Exclude<ToolRequirements<T>, ToolRegistry>
+  | ContextOf<I>
+  | ContextOf<G>
+  | ContextOf<C>
+  | Exclude<ContextOf<S>, DurableProvided<I, G, C>>
 > => {
   const label = "Presets.layerDurable"
-  const values = readKeys(label, options, [...APPROVAL_KEYS, "url", "authToken", "pollInterval", "approvalTimeout"])
+  const values = readKeys(label, options, [...APPROVAL_KEYS, "url", "authToken", "pollInterval", "approvalTimeout", "setup"])
   if (typeof values === "string") return Layer.die(new Cause.IllegalArgumentException(values))
   if (values.log !== undefined || values.interactive !== undefined) {
     return Layer.die(
@@ -378,9 +392,13 @@ export const layerDurable = <
   if (values.authToken !== undefined && typeof values.authToken !== "string") {
     return Layer.die(new Cause.IllegalArgumentException(`${label} option "authToken" must be a string`))
   }
+  if (values.setup !== undefined && !isLayer(values.setup)) {
+    return Layer.die(new Cause.IllegalArgumentException(`${label} option "setup" must be a Layer`))
+  }
   const read = checkValues(label, { ...values, approval: undefined })
   if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
   const settings = {
+    setup: values.setup as Layer.Layer<never, unknown, unknown> | undefined,
     url: values.url,
     authToken: values.authToken,
     pollInterval: values.pollInterval,

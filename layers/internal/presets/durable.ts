@@ -13,6 +13,7 @@ import type { APPROVAL_KEYS, Read } from "./options.js"
 
 /** The preset's own settings, read once by `Presets.layerDurable`. @internal */
 export interface DurableSettings {
+  readonly setup: Layer.Layer<never, unknown, unknown> | undefined
   readonly url: string
   readonly authToken: string | undefined
   readonly pollInterval: unknown
@@ -33,7 +34,8 @@ export const assembleDurable = (
     ...(settings.authToken === undefined ? {} : { authToken: settings.authToken }),
     ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never })
   })
-  const runtime = assemble({ ...read, log: DurableTurn.layerLog, approval })
+  const assembled = assemble({ ...read, log: DurableTurn.layerLog, approval })
+  const runtime = settings.setup === undefined ? assembled : settings.setup.pipe(Layer.provideMerge(assembled))
   const durable = DurableTurn.layer({
     ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never }),
     ...(settings.approvalTimeout === undefined ? {} : { approvalTimeout: settings.approvalTimeout as never })
