@@ -71,7 +71,14 @@ const pollOf = (options: Options | undefined): Duration.Duration => {
   return decoded.value
 }
 
-const journalLayer: Layer.Layer<DurableJournal, DurableTurnError, SqlClient.SqlClient> = Layer.effect(
+/**
+ * The journal alone over the `SqlClient` in context (its tables created when needed), for an
+ * engine built elsewhere (the cluster's socket runners).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerJournal: Layer.Layer<DurableJournal, DurableTurnError, SqlClient.SqlClient> = Layer.effect(
   journal.DurableJournal,
   Effect.mapError(journalSql.make, (error) => new DurableTurnError({ message: error.message, reason: "Storage" }))
 )
@@ -92,7 +99,7 @@ const engineLayer = (runner: boolean, poll: Duration.Duration) =>
 const build = (runner: boolean, options: Options | undefined) =>
   Layer.unwrapEffect(
     Effect.try({ try: () => pollOf(options), catch: (error) => error as DurableTurnError }).pipe(
-      Effect.map((poll) => Layer.merge(engineLayer(runner, poll), journalLayer))
+      Effect.map((poll) => Layer.merge(engineLayer(runner, poll), layerJournal))
     )
   )
 

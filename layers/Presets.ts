@@ -25,7 +25,7 @@ import type * as ToolRuntime from "../src/ToolRuntime.js"
 import * as ApprovalLayers from "./ApprovalLayers.js"
 import type * as InMemoryToolRegistry from "./InMemoryToolRegistry.js"
 import { approvalLayer, assemble } from "./internal/presets/assemble.js"
-import { APPROVAL_KEYS, checkValues, isLayer, readKeys, readOptions } from "./internal/presets/options.js"
+import { APPROVAL_KEYS, checkValues, readDurableOptions, readKeys, readOptions } from "./internal/presets/options.js"
 import type * as TimeoutPolicy from "./TimeoutPolicy.js"
 import * as ToolCallLogMemory from "./ToolCallLogMemory.js"
 
@@ -381,29 +381,14 @@ export const layerDurable = <
   | Exclude<ContextOf<S>, DurableProvided<I, G, C>>
 > => {
   const label = "Presets.layerDurable"
-  const values = readKeys(label, options, [...APPROVAL_KEYS, "url", "authToken", "pollInterval", "approvalTimeout", "setup"])
-  if (typeof values === "string") return Layer.die(new Cause.IllegalArgumentException(values))
-  if (values.log !== undefined || values.interactive !== undefined) {
-    return Layer.die(
-      new Cause.IllegalArgumentException(`${label} takes no "log" or "interactive": durable turns use their journal and DurableApprovals`)
-    )
-  }
-  if (typeof values.url !== "string") return Layer.die(new Cause.IllegalArgumentException(`${label} option "url" must be a string`))
-  if (values.authToken !== undefined && typeof values.authToken !== "string") {
+  const checked = readDurableOptions(label, options, ["url", "authToken"])
+  if (typeof checked === "string") return Layer.die(new Cause.IllegalArgumentException(checked))
+  const { extra, read, settings, values } = checked
+  if (typeof extra.url !== "string") return Layer.die(new Cause.IllegalArgumentException(`${label} option "url" must be a string`))
+  if (extra.authToken !== undefined && typeof extra.authToken !== "string") {
     return Layer.die(new Cause.IllegalArgumentException(`${label} option "authToken" must be a string`))
   }
-  if (values.setup !== undefined && !isLayer(values.setup)) {
-    return Layer.die(new Cause.IllegalArgumentException(`${label} option "setup" must be a Layer`))
-  }
-  const read = checkValues(label, { ...values, approval: undefined })
-  if (typeof read === "string") return Layer.die(new Cause.IllegalArgumentException(read))
-  const settings = {
-    setup: values.setup as Layer.Layer<never, unknown, unknown> | undefined,
-    url: values.url,
-    authToken: values.authToken,
-    pollInterval: values.pollInterval,
-    approvalTimeout: values.approvalTimeout
-  }
+  const location = { ...settings, url: extra.url, authToken: extra.authToken }
   return Layer.unwrapEffect(
     Effect.tryPromise({
       try: () => import("./internal/presets/durable.js"),
@@ -416,7 +401,7 @@ export const layerDurable = <
         })
     }).pipe(
       Effect.flatMap((durable) => {
-        const assembled = durable.assembleDurable(label, read, values, settings)
+        const assembled = durable.assembleDurable(label, read, values, settings, durable.libsqlEngine(location))
         return typeof assembled === "string"
           ? Effect.die(new Cause.IllegalArgumentException(assembled))
           : Effect.succeed(assembled)

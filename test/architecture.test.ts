@@ -29,6 +29,7 @@ const ORDER: ReadonlyArray<string> = [
   "src/internal/approval",
   "src/internal/scheduler",
   "src/internal/durable",
+  "src/internal/cluster",
   "src/internal/codeMode",
   "src/internal/ai",
   "src/internal/mcp",

@@ -86,7 +86,7 @@ const publicModules = (dir: string): Array<string> =>
     .sort()
 
 /** Modules of src/ that import an optional peer, so the root barrel leaves them out. */
-const PEER_ONLY_MODULES: ReadonlyArray<string> = ["AgentLoop", "AiToolkit", "DurableTurn", "McpTools"]
+const PEER_ONLY_MODULES: ReadonlyArray<string> = ["AgentLoop", "AiToolkit", "DurableTurn", "McpTools", "ToolSession"]
 
 const entry = (base: string) => ({ types: `./dist/${base}.d.ts`, import: `./dist/${base}.js` })
 

@@ -9,31 +9,28 @@ import * as Layer from "effect/Layer"
 import * as DurableTurn from "../../../src/DurableTurn.js"
 import * as DurableTurnSql from "../../DurableTurnSql.js"
 import { approvalLayer, assemble } from "./assemble.js"
-import type { APPROVAL_KEYS, Read } from "./options.js"
+import type { APPROVAL_KEYS, DurableSettings, Read } from "./options.js"
 
-/** The preset's own settings, read once by `Presets.layerDurable`. @internal */
-export interface DurableSettings {
-  readonly setup: Layer.Layer<never, unknown, unknown> | undefined
-  readonly url: string
-  readonly authToken: string | undefined
-  readonly pollInterval: unknown
-  readonly approvalTimeout: unknown
-}
+/** The engine beneath a durable preset: the single-node runner with the journal on a libSQL file. @internal */
+export const libsqlEngine = (
+  settings: DurableSettings & { readonly url: string; readonly authToken: unknown }
+): Layer.Layer<never, unknown, unknown> =>
+  DurableTurnSql.layerLibsql({
+    url: settings.url,
+    ...(typeof settings.authToken === "string" ? { authToken: settings.authToken } : {}),
+    ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never })
+  }) as Layer.Layer<never, unknown, unknown>
 
 /** @internal */
 export const assembleDurable = (
   label: string,
   read: Read,
   values: Readonly<Record<(typeof APPROVAL_KEYS)[number], unknown>>,
-  settings: DurableSettings
+  settings: DurableSettings,
+  engine: Layer.Layer<never, unknown, unknown>
 ): Layer.Layer<never, unknown, unknown> | string => {
   const approval = approvalLayer(label, { ...values, interactive: undefined })
   if (typeof approval === "string") return approval
-  const engine = DurableTurnSql.layerLibsql({
-    url: settings.url,
-    ...(settings.authToken === undefined ? {} : { authToken: settings.authToken }),
-    ...(settings.pollInterval === undefined ? {} : { pollInterval: settings.pollInterval as never })
-  })
   const assembled = assemble({ ...read, log: DurableTurn.layerLog, approval })
   const runtime = settings.setup === undefined ? assembled : settings.setup.pipe(Layer.provideMerge(assembled))
   const durable = DurableTurn.layer({

@@ -185,3 +185,52 @@ export const APPROVAL_KEYS = [
   "interactive",
   "approvalIds"
 ] as const
+
+/** The durable presets' own settings, read once. @internal */
+export interface DurableSettings {
+  readonly setup: Layer.Layer<never, unknown, unknown> | undefined
+  readonly pollInterval: unknown
+  readonly approvalTimeout: unknown
+}
+
+/**
+ * The options of a durable preset: the approval preset's (without `log` and `interactive`),
+ * `setup`, `pollInterval`, `approvalTimeout`, and the preset's `extra` keys (read once, checked by
+ * the caller); a string is the message of the defect.
+ *
+ * @internal
+ */
+export const readDurableOptions = <K extends string>(
+  label: string,
+  options: unknown,
+  extraKeys: ReadonlyArray<K>
+):
+  | {
+    readonly read: Read
+    readonly values: Readonly<Record<(typeof APPROVAL_KEYS)[number], unknown>>
+    readonly settings: DurableSettings
+    readonly extra: Readonly<Record<K, unknown>>
+  }
+  | string =>
+{
+  const values = readKeys(label, options, [...APPROVAL_KEYS, "pollInterval", "approvalTimeout", "setup", ...extraKeys])
+  if (typeof values === "string") return values
+  if (values.log !== undefined || values.interactive !== undefined) {
+    return `${label} takes no "log" or "interactive": durable turns use their journal and DurableApprovals`
+  }
+  if (values.setup !== undefined && !isLayer(values.setup)) return `${label} option "setup" must be a Layer`
+  const read = checkValues(label, { ...values, approval: undefined })
+  if (typeof read === "string") return read
+  const extra: Record<K, unknown> = Object.create(null)
+  for (const key of extraKeys) extra[key] = (values as Record<string, unknown>)[key]
+  return {
+    read,
+    values,
+    extra,
+    settings: {
+      setup: values.setup as Layer.Layer<never, unknown, unknown> | undefined,
+      pollInterval: values.pollInterval,
+      approvalTimeout: values.approvalTimeout
+    }
+  }
+}

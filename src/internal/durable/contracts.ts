@@ -100,7 +100,24 @@ export interface Service {
   ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
   /** A session's records (`tool/call`, `tool/result`, approval audit, Code Mode dispatches), in order. */
   readonly records: (sessionId: string) => Effect.Effect<LogContents, DurableTurnError>
+  /**
+   * Stops a batch from anywhere (the caller's `signal` or interruption does the same for its own
+   * batch): the stop is journaled, the bodies running where the batch runs see their signal
+   * abort, and the batch ends with its stopped results; a batch waiting for an approval ends too.
+   * Stopping a batch that ended changes nothing.
+   */
+  readonly stop: (key: BatchKey, reason?: string | undefined) => Effect.Effect<void, DurableTurnError>
 }
+
+/**
+ * Reaches a batch whose lane runs in another process (the cluster provides it): asks that
+ * process to abort the lane it runs for `key`. The stop itself is journaled already.
+ *
+ * @internal
+ */
+export class RemoteStop extends Context.Tag("effect-tool-runtime/DurableTurns/RemoteStop")<RemoteStop, {
+  readonly stop: (key: BatchKey, executionId: string, reason: string) => Effect.Effect<void>
+}>() {}
 
 /**
  * @since 0.1.0

@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import { ApprovalService } from "../../ApprovalService.js"
 import type { Answer } from "../../ApprovalService.js"
 import type * as DurableTurn from "../../DurableTurn.js"
-import { DurableTurns as DurableTurnsTag } from "./contracts.js"
+import { DurableTurns as DurableTurnsTag, RemoteStop } from "./contracts.js"
 import type { BatchResult, CommitEvent, ModelToolCall, SchedulerError } from "../../Scheduler.js"
 import { ToolCallLog } from "../../ToolCallLog.js"
 import { detailOf } from "../../ToolError.js"
@@ -35,6 +35,9 @@ import { type BatchPayload, type RunDeps, stopRow } from "./run.js"
 import { batchWorkflow, type BatchWorkflow, body, decodeBatch, type StoredAnswer } from "./workflow.js"
 
 const INTERRUPTED_REASON = "the tool-call batch was interrupted"
+
+/** The lanes a durable turns service runs in its process (the cluster's batch control reaches them). @internal */
+export const localOf = new WeakMap<DurableTurn.Service, LocalRuns>()
 const DEFAULT_POLL = Duration.seconds(1)
 const DEFAULT_APPROVAL_TIMEOUT = Duration.days(1)
 
@@ -192,6 +195,7 @@ export const make = (options: DurableTurn.Options | undefined) =>
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => local.shutdown(new DOMException("the process is shutting down", "AbortError")))
     )
+    const remote = yield* Effect.serviceOption(RemoteStop)
     const approvalService = yield* Effect.serviceOption(ApprovalService)
     if (Option.isSome(approvalService)) {
       yield* approvalService.value.answer(durableAnswerer(journal, settings.approvalTimeout))
@@ -208,7 +212,8 @@ export const make = (options: DurableTurn.Options | undefined) =>
         }
         const lane = local.running.get(keyString(key))
         if (lane !== undefined) lane.controller.abort(reason)
-        else yield* engine.resume(workflow, executionId)
+        else if (Option.isSome(remote)) yield* remote.value.stop(key, executionId, reasonText(reason))
+        yield* engine.resume(workflow, executionId)
       })
 
     const execute = (
@@ -327,8 +332,26 @@ export const make = (options: DurableTurn.Options | undefined) =>
       records: (sessionId) =>
         typeof sessionId !== "string"
           ? Effect.fail(turnError("InvalidOption", "DurableTurn.records needs a string session id"))
-          : Effect.flatMap(Effect.mapError(journal.session(sessionId), storage), recordsOf)
+          : Effect.flatMap(Effect.mapError(journal.session(sessionId), storage), recordsOf),
+      stop: (key, reason) =>
+        Effect.suspend(() => {
+          const read_ = readKey("DurableTurn.stop", key)
+          if (!("sessionId" in read_)) return Effect.fail(read_)
+          const text = typeof reason === "string" ? reason : "the batch was stopped"
+          return Effect.flatMap(Effect.mapError(journal.load(read_), storage), (rows) => {
+            const batch = read(rows).batch
+            if (batch === undefined || !batch.ok) {
+              return Effect.fail(turnError("NotFound", `no durable batch ${quote(read_.batchId)} in session ${quote(read_.sessionId)}`))
+            }
+            const payload: BatchPayload = batch.value.agent === undefined
+              ? { ...read_, calls: batch.value.calls, maxParallel: batch.value.maxParallel }
+              : { ...read_, calls: batch.value.calls, agent: batch.value.agent, maxParallel: batch.value.maxParallel }
+            return Effect.flatMap(workflow.executionId(payload), (executionId) =>
+              stop(read_, executionId, new DOMException(text, "AbortError")))
+          })
+        })
     }
+    localOf.set(turns, local)
     return { turns, approvals: approvalsService(journal, engine, workflow) }
   })
 

@@ -1,0 +1,106 @@
+/**
+ * The cluster's engines (issue 27): socket runners over a PostgreSQL server — each runner at its
+ * own address, shard ownership held by the database's advisory locks — with the workflow engine,
+ * the turn journal and the batch-control route on top; the client-only twin that owns no shard;
+ * and the guard that refuses storage whose locks cannot exclude one runner from another.
+ *
+ * @internal
+ */
+import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
+import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import { DurableTurnError } from "../../../src/internal/durable/errors.js"
+import { layerRemoteStop } from "../../../src/internal/cluster/session.js"
+import * as DurableTurnSql from "../../DurableTurnSql.js"
+
+/** @internal */
+export interface RunnerSettings {
+  readonly host: string
+  readonly port: number
+  readonly shardLockExpiration: Duration.DurationInput
+  readonly shardLockRefreshInterval: Duration.DurationInput
+  readonly pollInterval: Duration.DurationInput
+}
+
+/** @internal */
+export const SEVERAL_RUNNERS = "several runners need a PostgreSQL server: shard ownership is held by its advisory locks"
+
+const refuse = (message: string) => new DurableTurnError({ reason: "InvalidOption", message })
+
+/**
+ * Refuses, when the layer is built, storage that cannot exclude runners: a SQLite/libSQL file (its
+ * locks are per file, not per shard: two runners would both own every shard) and PGlite (behind
+ * its socket every connection is one backend session, so its advisory locks exclude nobody).
+ *
+ * @internal
+ */
+export const guardSeveralRunners: Layer.Layer<never, DurableTurnError, SqlClient.SqlClient> = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dialect = yield* sql.onDialectOrElse({
+      pg: () => Effect.succeed("pg" as const),
+      sqlite: () => Effect.succeed("sqlite" as const),
+      orElse: () => Effect.succeed("other" as const)
+    })
+    if (dialect === "sqlite") {
+      return yield* refuse(
+        `${SEVERAL_RUNNERS}; a SQLite/libSQL file cannot exclude one runner from another (use one runner per file, ` +
+          "with ClusterTurns.layerSingle, and client-only processes beside it)"
+      )
+    }
+    if (dialect !== "pg") return yield* refuse(SEVERAL_RUNNERS)
+    const rows = yield* sql<{ readonly v: unknown }>`SELECT version() AS v`.withoutTransform.pipe(
+      Effect.mapError((error) => new DurableTurnError({ reason: "Storage", message: `cluster: ${error.message}` }))
+    )
+    const version = typeof rows[0]?.v === "string" ? rows[0].v : ""
+    if (version.includes("PGlite")) {
+      return yield* refuse(
+        `${SEVERAL_RUNNERS}; PGlite serves one session for all connections, so its advisory locks exclude nobody`
+      )
+    }
+  })
+)
+
+const shardingConfig = (settings: RunnerSettings, runner: boolean) => ({
+  entityMessagePollInterval: settings.pollInterval,
+  shardLockExpiration: settings.shardLockExpiration,
+  shardLockRefreshInterval: settings.shardLockRefreshInterval,
+  runnerAddress: runner ? Option.some(RunnerAddress.make(settings.host, settings.port)) : Option.none()
+})
+
+const wrap = (layer: Layer.Layer<never, unknown, unknown>) =>
+  Layer.mapError(layer, (error) =>
+    error instanceof DurableTurnError
+      ? error
+      : new DurableTurnError({ reason: "Storage", message: `cluster: ${(error as { message?: unknown })?.message ?? String(error)}` }))
+
+/**
+ * A socket runner over the SQL client `sql` (guarded): the cluster, the workflow engine, the
+ * journal, and the route that stops a batch where it runs.
+ *
+ * @internal
+ */
+export const runnerEngine = (settings: RunnerSettings, sql: Layer.Layer<SqlClient.SqlClient, unknown>) => {
+  const storage = guardSeveralRunners.pipe(Layer.provideMerge(sql))
+  const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(settings, true) })
+  const engine = Layer.mergeAll(ClusterWorkflowEngine.layer, layerRemoteStop, DurableTurnSql.layerJournal).pipe(
+    Layer.provideMerge(cluster),
+    Layer.provideMerge(storage)
+  )
+  return wrap(engine as Layer.Layer<never, unknown, unknown>)
+}
+
+/** A client-only process over `sql`: sends to the runners, owns no shard. @internal */
+export const clientEngine = (settings: Pick<RunnerSettings, "pollInterval">, sql: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+  wrap(
+    NodeClusterSocket.layer({
+      clientOnly: true,
+      storage: "sql",
+      shardingConfig: { entityMessagePollInterval: settings.pollInterval, runnerAddress: Option.none() }
+    }).pipe(Layer.provideMerge(sql)) as Layer.Layer<never, unknown, unknown>
+  )
