@@ -1,10 +1,11 @@
 /**
  * Runs every benchmark (`npm run bench`), or the ones named on the command line:
  * `npm run bench -- runtime scheduler`; `npm run bench -- compare` runs the side-by-side comparison
- * (only when named). Figures and ratios are measured in the same run; none
- * of this is asserted in the test suite.
+ * and `npm run bench -- cluster` the cluster benchmark (only when named). Figures and ratios are
+ * measured in the same run; none of this is asserted in the test suite.
  */
 import * as agentLoop from "./agentLoop.js"
+import * as cluster from "./cluster.js"
 import * as codeMode from "./codeMode.js"
 import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
@@ -31,8 +32,11 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["agentLoop", agentLoop.run]
 ]
 
-/** Run only when named: the side-by-side comparison builds the package and takes minutes. */
-const onDemand: ReadonlyArray<readonly [string, () => Promise<void>]> = [["compare", compare.run]]
+/**
+ * Run only when named: the side-by-side comparison builds the package and takes minutes; the
+ * cluster benchmark starts a PostgreSQL server and runner processes, and kills some.
+ */
+const onDemand: ReadonlyArray<readonly [string, () => Promise<void>]> = [["compare", compare.run], ["cluster", cluster.run]]
 
 const wanted = process.argv.slice(2)
 const main = async () => {
