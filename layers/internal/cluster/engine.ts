@@ -95,12 +95,27 @@ export const runnerEngine = (settings: RunnerSettings, sql: Layer.Layer<SqlClien
   return wrap(engine as Layer.Layer<never, unknown, unknown>)
 }
 
-/** A client-only process over `sql`: sends to the runners, owns no shard. @internal */
-export const clientEngine = (settings: Pick<RunnerSettings, "pollInterval">, sql: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+/**
+ * A client-only process over `sql`: sends to the runners, owns no shard. Its `shardLockExpiration`
+ * must be the runners' own: it is how long the client still counts a silent runner in (the runners
+ * whose heartbeat is younger), so with the cluster's default (35 s) a client kept routing
+ * non-persisted messages (pending, answer, records, stop) to a dead runner for that long after the
+ * survivors had taken its shards.
+ *
+ * @internal
+ */
+export const clientEngine = (
+  settings: Pick<RunnerSettings, "pollInterval" | "shardLockExpiration">,
+  sql: Layer.Layer<SqlClient.SqlClient, unknown>
+) =>
   wrap(
     NodeClusterSocket.layer({
       clientOnly: true,
       storage: "sql",
-      shardingConfig: { entityMessagePollInterval: settings.pollInterval, runnerAddress: Option.none() }
+      shardingConfig: {
+        entityMessagePollInterval: settings.pollInterval,
+        shardLockExpiration: settings.shardLockExpiration,
+        runnerAddress: Option.none()
+      }
     }).pipe(Layer.provideMerge(sql)) as Layer.Layer<never, unknown, unknown>
   )
