@@ -143,7 +143,7 @@ export const run = async (): Promise<void> => {
   }).pipe(Layer.provide(sql))
   const client = ManagedRuntime.make(
     Layer.mergeAll(
-      ClusterTurns.layerClient({ sql, toolSet: BENCH_TOOL_SET, pollInterval: POLL_MS }),
+      ClusterTurns.layerClient({ sql, toolSet: BENCH_TOOL_SET, pollInterval: POLL_MS, shardLockExpiration: LOCK_EXPIRATION }),
       sharding,
       sql
     )

@@ -10,10 +10,11 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Logger from "effect/Logger"
 import * as LogLevel from "effect/LogLevel"
+import * as Runtime from "effect/Runtime"
 import * as fs from "node:fs"
 import * as ClusterTurns from "../../layers/ClusterTurns.js"
 import * as ToolSession from "../../src/ToolSession.js"
-import { type AnswerEvent, answerFor, POLL, sessionId, sqlLayer, TOOL_SET } from "./shared.js"
+import { type AnswerEvent, answerFor, POLL, sessionId, SHARD_LOCK_EXPIRATION, sqlLayer, TOOL_SET } from "./shared.js"
 
 const [url, sessionsText, answers] = process.argv.slice(2)
 const sessions = Number(sessionsText)
@@ -88,10 +89,12 @@ Effect.runPromise(
       Effect.sleep("300 millis")
     )
   )).pipe(
-    Effect.provide(ClusterTurns.layerClient({ sql: sqlLayer(url), toolSet: TOOL_SET, pollInterval: POLL })),
+    Effect.provide(
+      ClusterTurns.layerClient({ sql: sqlLayer(url), toolSet: TOOL_SET, pollInterval: POLL, shardLockExpiration: SHARD_LOCK_EXPIRATION })
+    ),
     Logger.withMinimumLogLevel(LogLevel.Warning)
   )
 ).then(() => process.exit(0), (error) => {
-  console.error(`approver failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`)
+  console.error(`approver failed: ${Runtime.isFiberFailure(error) ? Cause.pretty(error[Runtime.FiberFailureCauseId]) : String(error)}`)
   process.exit(1)
 })

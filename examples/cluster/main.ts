@@ -41,6 +41,7 @@ import {
   REPLAY,
   scriptOf,
   sessionId,
+  type SessionRecords,
   SHARD_LOCK_EXPIRATION,
   SHARD_LOCK_REFRESH,
   sqlLayer
@@ -80,7 +81,7 @@ interface Child {
 const children: Array<Child> = []
 
 /** Starts `<file> <args>` as a child (`node --import tsx`), its stdout lines handed to `onLine`. */
-const start = (name: string, file: string, args: ReadonlyArray<string>, onLine: (line: string) => void): Child => {
+const start = (name: string, file: string, args: ReadonlyArray<string>, onLine: (line: string) => boolean): Child => {
   const child = spawn(process.execPath, ["--import", "tsx", path.join(here, file), ...args], {
     cwd: root,
     stdio: ["pipe", "pipe", "pipe"]
@@ -91,8 +92,10 @@ const start = (name: string, file: string, args: ReadonlyArray<string>, onLine: 
     out += chunk
     let newline: number
     while ((newline = out.indexOf("\n")) >= 0) {
-      onLine(out.slice(0, newline))
+      const line = out.slice(0, newline)
       out = out.slice(newline + 1)
+      // Protocol lines go to `onLine`; anything else (an Effect logger writes to stdout) is kept with stderr.
+      if (onLine(line) === false) stderr.push(line)
     }
   })
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => stderr.push(...chunk.split("\n").filter((l) => l !== "")))
@@ -142,6 +145,7 @@ const orchestrate = async (dir: string) => {
   const effects = path.join(dir, "effects.jsonl")
   const outcomes = path.join(dir, "outcomes.jsonl")
   const answers = path.join(dir, "answers.jsonl")
+  const records = path.join(dir, "records.jsonl")
   fs.writeFileSync(effects, "")
 
   const pg = await startPostgresServer()
@@ -158,16 +162,20 @@ const orchestrate = async (dir: string) => {
     start(`runner :${port}`, "runner.ts", [String(port), pg.url, effects], (line) => {
       const match = /^ready (\d+) (\d+)$/.exec(line)
       if (match) ready.set(Number(match[1]), Number(match[2]))
+      return match !== null
     })
   )
   // The client-only processes load meanwhile, and wait for `go`.
   const script = Array.from({ length: SESSIONS }, (_, i) => scriptOf(i))
   const totalBatches = script.reduce((n, batches) => n + batches.length, 0)
   const totalCalls = script.reduce((n, batches) => n + batches.reduce((m, b) => m + b.calls.length, 0), 0)
-  const approver = start("approver", "approver.ts", [pg.url, String(SESSIONS), answers], () => undefined)
+  const approver = start("approver", "approver.ts", [pg.url, String(SESSIONS), answers], (line) => line.startsWith("answered "))
   let done = 0
-  const client = start("client", "client.ts", [pg.url, String(SESSIONS), outcomes], (line) => {
-    if (line.startsWith("done ")) done++
+  const client = start("client", "client.ts", [pg.url, String(SESSIONS), outcomes, records], (line) => {
+    if (!line.startsWith("done ")) return false
+    done++
+    if (done === totalBatches) say(`client: ${done}/${totalBatches} batches done; reading every session's records`)
+    return true
   })
   await until("the runners to be ready", 60_000, () => {
     const dead = runners.find((runner) => !alive(runner))
@@ -221,16 +229,17 @@ const orchestrate = async (dir: string) => {
   if (clientCode !== 0) {
     throw new Failed(`the client exited with ${clientCode}:\n  ${client.stderr.slice(-15).join("\n  ")}`)
   }
-  say(`client: ${done}/${totalBatches} batches done`)
+  say("client: records read")
   approver.process.kill("SIGTERM")
 
-  return verify({ effects, outcomes, answers, killedPort, killedAt, totalCalls })
+  return verify({ effects, outcomes, answers, records, killedPort, killedAt, totalCalls })
 }
 
 interface Evidence {
   readonly effects: string
   readonly outcomes: string
   readonly answers: string
+  readonly records: string
   readonly killedPort: number
   readonly killedAt: number
   readonly totalCalls: number
@@ -242,6 +251,7 @@ const verify = (evidence: Evidence): Array<string> => {
   const events = readLines<BodyEvent>(evidence.effects)
   const outcomes = readLines<BatchOutcome>(evidence.outcomes)
   const answers = readLines<AnswerEvent>(evidence.answers)
+  const journals = readLines<SessionRecords>(evidence.records)
   const failures: Array<string> = []
   const byCall = new Map<string, Array<BodyEvent>>()
   for (const event of events) byCall.set(event.callId, [...(byCall.get(event.callId) ?? []), event])
@@ -254,7 +264,8 @@ const verify = (evidence: Evidence): Array<string> => {
     interrupted: new Map<number, number>(),
     allowed: 0,
     rejected: 0,
-    unconfirmed: 0
+    unconfirmed: 0,
+    records: { call: 0, result: 0, asked: 0, decided: 0, corrupt: 0 }
   }
   for (const event of events) {
     if (event.ev === "interrupted") totals.interrupted.set(event.port, (totals.interrupted.get(event.port) ?? 0) + 1)
@@ -275,6 +286,35 @@ const verify = (evidence: Evidence): Array<string> => {
     let calls = 0
     let results = 0
     let runs = 0
+    // What the runtime recorded (the session's records, read from its owner at the end): one
+    // tool/call and one tool/result per call, one approval/asked and one approval/decided per approval.
+    const journal = journals.filter((summary) => summary.session === session)
+    const recorded = journal[0]
+    if (journal.length !== 1 || recorded === undefined) problems.push(`${journal.length} record summaries`)
+    else {
+      const scripted = new Set(scriptOf(index).flatMap((batch) => batch.calls.map((call) => call.callId)))
+      for (const [callId, count] of Object.entries(recorded.calls)) {
+        totals.records.call += count.call
+        totals.records.result += count.result
+        if (!scripted.has(callId)) problems.push(`records of an unknown call ${callId}`)
+        else if (count.call !== 1 || count.result !== 1) {
+          problems.push(`${callId}: ${count.call} tool/call and ${count.result} tool/result records`)
+        }
+      }
+      for (const callId of scripted) if (recorded.calls[callId] === undefined) problems.push(`${callId}: no records`)
+      totals.records.asked += recorded.asked.length
+      totals.records.decided += recorded.decided.length
+      totals.records.corrupt += recorded.corrupt
+      if (recorded.corrupt > 0) problems.push(`${recorded.corrupt} corrupt records`)
+      for (const request of recorded.asked) {
+        const decisions = recorded.decided.filter((decision) => decision.id === request.id)
+        if (decisions.length !== 1) problems.push(`${request.callId}: ${decisions.length} approval/decided records`)
+        else if (decisions[0]!.outcome !== answerFor(session)) {
+          problems.push(`${request.callId}: the audit says ${decisions[0]!.outcome}`)
+        }
+      }
+      if (recorded.decided.length !== recorded.asked.length) problems.push("approval/decided without approval/asked")
+    }
     for (const batch of scriptOf(index)) {
       calls += batch.calls.length
       const got = outcomes.filter((outcome) => outcome.session === session && outcome.batchId === batch.batchId)
@@ -318,6 +358,8 @@ const verify = (evidence: Evidence): Array<string> => {
         const killed = (start: BodyEvent) => start.port === killedPort && start.t <= killedAt && !stopped(start)
         const cut = (start: BodyEvent) => stopped(start) || killed(start)
         if (call.name === "deploy") {
+          const audited = recorded?.asked.filter((request) => request.callId === call.callId).length ?? 0
+          if (audited !== 1) problems.push(`${call.callId}: ${audited} approval/asked records`)
           const given = answers.filter((answer) => answer.callId === call.callId)
           const ids = new Set(given.map((answer) => answer.approvalId))
           const expected = answerFor(session)
@@ -408,6 +450,7 @@ const verify = (evidence: Evidence): Array<string> => {
 calls: ${totals.calls}; results: ${totals.results} (exactly one per call: ${exact ? "yes" : "NO"}); body runs: ${totals.runs}
 bodies run again after being cut (idempotent/safe only, same idempotency key): ${reruns}
 OUTCOME_UNKNOWN (never bodies cut mid-run): ${totals.unknown.killed} cut by the kill, ${totals.unknown.stopped} stopped by their runner, ${totals.unknown.unseen} cut between intent and start
+records (ToolSessions.records, read at the end): ${totals.records.call} tool/call, ${totals.records.result} tool/result; ${totals.records.asked} approval/asked, ${totals.records.decided} approval/decided; ${totals.records.corrupt} corrupt
 approvals answered by the approver process: ${totals.allowed} allowed once, ${totals.rejected} refused (their bodies never ran)${
     asked.length > 0 ? `; answered a median ${seconds(asked[Math.floor(asked.length / 2)]!)} after being asked` : ""
   }${
@@ -433,11 +476,11 @@ batches running on the killed runner :${killedPort} when it died: ${caught.lengt
 
 let server: PostgresServer | undefined
 
-/** The last lines each child wrote to stderr (but pg's deprecation notice about its own pool). */
+/** The last lines each child wrote (stderr, and stdout beyond its protocol lines), but pg's deprecation notice. */
 const stderrTails = () => {
   for (const child of children) {
     const lines = child.stderr.filter((line) => !/DeprecationWarning: Calling client.query|--trace-deprecation/.test(line))
-    if (lines.length > 0) console.error(`--- ${child.name} stderr (last lines) ---\n${lines.slice(-10).join("\n")}`)
+    if (lines.length > 0) console.error(`--- ${child.name} output (last lines) ---\n${lines.slice(-10).join("\n")}`)
   }
 }
 

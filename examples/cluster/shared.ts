@@ -204,3 +204,13 @@ export const readLines = <A>(file: string): Array<A> =>
   fs.existsSync(file)
     ? fs.readFileSync(file, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as A)
     : []
+
+/** What a session's records say (`ToolSessions.records`), as the client writes it once all batches are done. */
+export interface SessionRecords {
+  readonly session: string
+  /** `tool/call` and `tool/result` records per call id. */
+  readonly calls: Record<string, { readonly call: number; readonly result: number }>
+  readonly asked: ReadonlyArray<{ readonly id: string; readonly callId: string }>
+  readonly decided: ReadonlyArray<{ readonly id: string; readonly outcome: string; readonly by: string }>
+  readonly corrupt: number
+}
