@@ -6,6 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
+import * as EffectScheduler from "effect/Scheduler"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
 import * as DurableTurn from "../src/DurableTurn.js"
@@ -358,4 +359,33 @@ describe("replay policy on definitions (D-22)", () => {
         assert.strictEqual(got._tag === "Some" ? got.value.replay : undefined, "safe")
       }))
     }).pipe(Effect.provide(InMemoryToolRegistry.layer)))
+})
+
+describe("DurableTurn: a durable lane waits for its bodies (D-24)", () => {
+  it.live("D-24: while a body runs, the lane waits for it without polling (other fibers schedule no work over 20 event-loop turns)", () => {
+    const probe = new Probe()
+    let tasks = 0
+    let self: unknown = undefined
+    const counting = EffectScheduler.make((task, priority, fiber) => {
+      if (fiber !== self) tasks++
+      EffectScheduler.defaultScheduler.scheduleTask(task, priority, fiber)
+    }, EffectScheduler.defaultScheduler.shouldYield)
+    const turn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    return live(
+      probe,
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(DurableTurn.runBatch([call("c1", "never", { id: "x" })], key))
+        yield* Deferred.await(probe.startedOf("x"))
+        self = yield* Effect.withFiberRuntime((fiber) => Effect.succeed(fiber))
+        const before = tasks
+        for (let i = 0; i < 20; i++) yield* turn
+        const during = tasks - before
+        self = undefined
+        yield* Deferred.succeed(probe.gate("x"), undefined)
+        const batch = yield* Fiber.join(fiber)
+        assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "never x" }])
+        assert.isBelow(during, 10, `the lane scheduled ${during} tasks while the body waited (a busy loop)`)
+      })
+    ).pipe(Effect.withScheduler(counting))
+  })
 })
