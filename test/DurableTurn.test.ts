@@ -14,7 +14,8 @@ import * as Scheduler from "../src/Scheduler.js"
 import * as Tool from "../src/Tool.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
-import { appOver, call, memoryEngine, Probe, registering, toolsOf } from "./fixtures/durable.js"
+import { appOver, call, memoryEngine, Probe, registering, tempDatabase, toolsOf } from "./fixtures/durable.js"
+import { crashApp, readSide } from "./fixtures/durableCrashApp.js"
 
 const key = { sessionId: "s1", batchId: "b1" }
 const live = <A, E>(
@@ -388,4 +389,30 @@ describe("DurableTurn: a durable lane waits for its bodies (D-24)", () => {
       })
     ).pipe(Effect.withScheduler(counting))
   })
+})
+
+describe("DurableTurn: run_code in a durable batch (D-22)", () => {
+  it.live("D-22: each sub-call body of a program starts only once its intent is stored (exclusive and parallel-safe)", () =>
+    Effect.gen(function*() {
+      const place = yield* Effect.acquireRelease(Effect.sync(tempDatabase), (db) => Effect.sync(db.cleanup))
+      const side = `${place.file}.side`
+      const code = `
+        const [a, b] = await Promise.all([tools.par_safe({ id: "p1" }), tools.par_safe({ id: "p2" })])
+        const c = await tools.never({ id: "e1" })
+        const d = await tools.safe({ id: "e2" })
+        return [a, b, c, d].join(", ")
+      `
+      const calls = [{ callId: "c0", name: "run_code", arguments: JSON.stringify({ description: "four steps", code }) }]
+      const batch = yield* DurableTurn.runBatch(calls, { ...key, agent: "main" }).pipe(
+        Effect.provide(crashApp(memoryEngine, { side, point: undefined }, { code: true }))
+      )
+      assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "par_safe p1, par_safe p2, never e1, safe e2" }])
+      const starts = readSide(side).filter((e) => e.ev === "start")
+      assert.deepStrictEqual(starts.map((e) => e.ev === "start" ? [e.id, e.intentStored] : []), [
+        ["p1", true],
+        ["p2", true],
+        ["e1", true],
+        ["e2", true]
+      ])
+    }).pipe(Effect.scoped))
 })
