@@ -8,6 +8,9 @@
  */
 import * as ClusterWorkflowEngine from "@effect/cluster/ClusterWorkflowEngine"
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
+import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Duration from "effect/Duration"
@@ -66,6 +69,37 @@ export const guardSeveralRunners: Layer.Layer<never, DurableTurnError, SqlClient
   })
 )
 
+/**
+ * Creates the cluster's and the journal's tables one process at a time, under a PostgreSQL
+ * advisory lock (other databases are left to the layers themselves): runners and clients that start together on a fresh database would otherwise race
+ * in `CREATE TABLE IF NOT EXISTS` (`pg_type_typname_nsp_index`) and one of them would fail to start.
+ *
+ * @internal
+ */
+export const prepareTables = (settings: Pick<RunnerSettings, "shardLockExpiration">) =>
+  Layer.effectDiscard(
+    Effect.scoped(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const pg = yield* sql.onDialectOrElse({ pg: () => Effect.succeed(true), orElse: () => Effect.succeed(false) })
+        if (!pg) return
+        const connection = yield* sql.reserve
+        yield* connection.executeRaw("SELECT pg_advisory_lock(hashtext('effect-tool-runtime/tables'), 1)", [])
+        yield* Effect.addFinalizer(() =>
+          Effect.ignore(connection.executeRaw("SELECT pg_advisory_unlock(hashtext('effect-tool-runtime/tables'), 1)", []))
+        )
+        const tables = Layer.mergeAll(SqlMessageStorage.layer, SqlRunnerStorage.layer, DurableTurnSql.layerJournal).pipe(
+          Layer.provide(ShardingConfig.layer({ shardLockExpiration: settings.shardLockExpiration }))
+        )
+        yield* Layer.build(tables)
+      })
+    ).pipe(
+      Effect.mapError((error) =>
+        error instanceof DurableTurnError ? error : new DurableTurnError({ reason: "Storage", message: `cluster: ${error.message}` })
+      )
+    )
+  )
+
 const shardingConfig = (settings: RunnerSettings, runner: boolean) => ({
   entityMessagePollInterval: settings.pollInterval,
   shardLockExpiration: settings.shardLockExpiration,
@@ -86,7 +120,7 @@ const wrap = (layer: Layer.Layer<never, unknown, unknown>) =>
  * @internal
  */
 export const runnerEngine = (settings: RunnerSettings, sql: Layer.Layer<SqlClient.SqlClient, unknown>) => {
-  const storage = guardSeveralRunners.pipe(Layer.provideMerge(sql))
+  const storage = prepareTables(settings).pipe(Layer.provideMerge(guardSeveralRunners), Layer.provideMerge(sql))
   const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(settings, true) })
   const engine = Layer.mergeAll(ClusterWorkflowEngine.layer, layerRemoteStop, DurableTurnSql.layerJournal).pipe(
     Layer.provideMerge(cluster),
@@ -95,12 +129,27 @@ export const runnerEngine = (settings: RunnerSettings, sql: Layer.Layer<SqlClien
   return wrap(engine as Layer.Layer<never, unknown, unknown>)
 }
 
-/** A client-only process over `sql`: sends to the runners, owns no shard. @internal */
-export const clientEngine = (settings: Pick<RunnerSettings, "pollInterval">, sql: Layer.Layer<SqlClient.SqlClient, unknown>) =>
+/**
+ * A client-only process over `sql`: sends to the runners, owns no shard. It counts a runner as
+ * alive while its heartbeat is younger than `shardLockExpiration`, so it must be the runners' value
+ * (or a dead runner's sessions stay unreachable from here for the difference).
+ *
+ * @internal
+ */
+export const clientEngine = (
+  settings: Pick<RunnerSettings, "pollInterval" | "shardLockExpiration">,
+  sql: Layer.Layer<SqlClient.SqlClient, unknown>
+) =>
   wrap(
     NodeClusterSocket.layer({
       clientOnly: true,
       storage: "sql",
-      shardingConfig: { entityMessagePollInterval: settings.pollInterval, runnerAddress: Option.none() }
-    }).pipe(Layer.provideMerge(sql)) as Layer.Layer<never, unknown, unknown>
+      shardingConfig: {
+        entityMessagePollInterval: settings.pollInterval,
+        shardLockExpiration: settings.shardLockExpiration,
+        runnerAddress: Option.none()
+      }
+    }).pipe(
+      Layer.provideMerge(prepareTables(settings).pipe(Layer.provideMerge(sql)))
+    ) as Layer.Layer<never, unknown, unknown>
   )
