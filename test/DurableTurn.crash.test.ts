@@ -15,10 +15,12 @@
  * Kill rounds in this file: 4 + 5 + 4 + 2 + 2 + 3 + 3 = 23 (32 processes). Many more, at random
  * points over random batches: `npx tsx scripts/durable-kill-rounds.ts [rounds]`.
  *
- * Start-up of one child on this 2-core machine (median of 8, a one-call batch, load ~7 from other
- * work): `node --import tsx` 4.9 s; esbuild bundle with node_modules external (ESM) 2.3 s; every
- * JS dependency bundled (ESM) 1.7 s; the same as CommonJS 1.2 s (≈ 0.6 s unloaded), used here —
- * bundled once in `beforeAll`, native and wasm packages (libsql, QuickJS) left outside.
+ * Start-up of one child (a one-call batch, start to exit, median of 6–8 on this 2-core machine
+ * shared with other work; CPU = user + sys, steadier than wall under load): `node --import tsx`
+ * 3.6 s CPU; esbuild bundle, node_modules external (ESM) 1.6 s; every JS dependency bundled
+ * (ESM) 0.9 s; the same as CommonJS 0.8 s; CommonJS run from V8's code cache 0.7 s — used here,
+ * bundled once in `beforeAll` (native and wasm packages, libsql and QuickJS, stay outside). Wall
+ * time follows the machine's load: the whole file takes ~35 s at a load of 8 on 2 cores.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
