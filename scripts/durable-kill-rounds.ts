@@ -9,9 +9,11 @@
  * Every chain is checked against the invariants of `test/fixtures/durableCrash.ts` (`violations`)
  * and the results of calls never cut against those of an uninterrupted run.
  *
- *   npx tsx scripts/durable-kill-rounds.ts [rounds=200] [--seed N] [--parallel N]
+ *   npx tsx scripts/durable-kill-rounds.ts [rounds=200] [--seed N] [--parallel N] [--only N]
  *
- * `rounds` is the number of kills to reach. Prints a summary; exits 1 on any violation or error.
+ * `rounds` is the number of kills to reach. Each batch draws from its own generator (seed, batch
+ * number), so a reported `seed S batch bN` is planned again by `--seed S --only N` (the points a
+ * process reaches may still differ with timing). Prints a summary; exits 1 on any violation or error.
  */
 import type { ChildPlan, Outcome, ResultLine } from "../test/fixtures/durableChild.js"
 import {
@@ -39,10 +41,13 @@ const flag = (name: string, fallback: number): number => {
 const target = Number(args.find((arg, i) => !arg.startsWith("--") && !args[i - 1]?.startsWith("--")) ?? 200)
 const seed = flag("--seed", Date.now() % 1_000_000)
 const parallel = flag("--parallel", 2)
+/** Runs only batch N of the seed (to look again at a reported one). */
+const only = flag("--only", -1)
 
-/** mulberry32: a small seeded generator, so that a failing seed can be run again. */
-const random = (() => {
-  let state = seed >>> 0
+/** mulberry32: a small seeded generator. Each batch has its own, so a seed gives the same batches. */
+type Random = () => number
+const generator = (from: number): Random => {
+  let state = from >>> 0
   return () => {
     state = (state + 0x6d2b79f5) >>> 0
     let t = state
@@ -50,9 +55,9 @@ const random = (() => {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
-})()
-const pick = <A>(items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)]
-const chance = (p: number) => random() < p
+}
+const pick = <A>(random: Random, items: ReadonlyArray<A>): A => items[Math.floor(random() * items.length)]
+const chance = (random: Random, p: number) => random() < p
 
 const TOOLS = ["never", "idempotent", "safe", "par_never", "par_idempotent", "par_safe", "fail", "write"] as const
 const SUB_TOOLS = ["never", "idempotent", "safe", "par_never", "par_idempotent", "par_safe", "fail"] as const
@@ -66,10 +71,7 @@ interface Planned {
   readonly asks: boolean
 }
 
-let batches = 0
-
-const planBatch = (): Planned => {
-  const n = batches++
+const planBatch = (n: number, random: Random): Planned => {
   const calls: Array<ChildPlan["calls"][number]> = []
   const bodies: Array<{ id: string; tool: string }> = []
   const pairs: Array<{ waiter: string; slot: string }> = []
@@ -86,14 +88,14 @@ const planBatch = (): Planned => {
   }
   for (let i = 0; i < size; i++) {
     const callId = `c${i}`
-    if (!code && chance(0.15)) {
+    if (!code && chance(random, 0.15)) {
       code = true
       close()
       const steps: Array<string> = []
       for (let k = 0; k < 2 + Math.floor(random() * 3); k++) {
-        const ids = [`${callId}s${k}a`, ...(chance(0.3) ? [`${callId}s${k}b`] : [])]
+        const ids = [`${callId}s${k}a`, ...(chance(random, 0.3) ? [`${callId}s${k}b`] : [])]
         const tools = ids.map((id) => {
-          const tool = chance(0.1) ? "write" : pick(SUB_TOOLS)
+          const tool = chance(random, 0.1) ? "write" : pick(random, SUB_TOOLS)
           bodies.push({ id, tool })
           return `one(${JSON.stringify(tool)}, ${JSON.stringify(id)})`
         })
@@ -108,7 +110,7 @@ const planBatch = (): Planned => {
       calls.push({ callId, name: "run_code", arguments: JSON.stringify({ description: "random steps", code: program }) })
       continue
     }
-    const tool = pick(TOOLS)
+    const tool = pick(random, TOOLS)
     const id = `${callId}x`
     calls.push({ callId, name: tool, arguments: JSON.stringify({ id }) })
     bodies.push({ id, tool })
@@ -124,16 +126,16 @@ const planBatch = (): Planned => {
   }
 }
 
-const pointFor = (planned: Planned): KillPoint => {
+const pointFor = (random: Random, planned: Planned): KillPoint => {
   const roll = random()
   if (planned.asks && roll < 0.12) return { at: "suspended" }
   if (planned.pairs.length > 0 && roll < 0.2) {
-    const pair = pick(planned.pairs)
+    const pair = pick(random, planned.pairs)
     return { at: "settled", id: pair.waiter, slot: pair.slot }
   }
   if (roll < 0.32) return { at: "commit", index: Math.floor(random() * planned.batch.calls.length) }
-  const body = pick(planned.bodies)
-  return { at: pick(["gate", "body", "body", "bodyEnd"] as const), id: body.id }
+  const body = pick(random, planned.bodies)
+  return { at: pick(random, ["gate", "body", "body", "bodyEnd"] as const), id: body.id }
 }
 
 interface Tally {
@@ -151,6 +153,8 @@ interface Tally {
   /** Wall time of each runner process, from spawn to exit. */
   killedMillis: Array<number>
   completedMillis: Array<number>
+  /** Processes that took over 10 s, for a look. */
+  slow: Array<string>
 }
 
 const count = (counts: Record<string, number>, key: string): void => {
@@ -168,7 +172,8 @@ const tally: Tally = {
   violations: 0,
   errors: 0,
   killedMillis: [],
-  completedMillis: []
+  completedMillis: [],
+  slow: []
 }
 
 const spread = (values: ReadonlyArray<number>) => {
@@ -201,17 +206,23 @@ const checkResults = (planned: Planned, final: ResultLine): Array<string> => {
   return out
 }
 
+let batches = Math.max(0, only)
+
 const runOne = async (bundle: Bundle): Promise<void> => {
-  const planned = planBatch()
+  const n = batches++
+  const random = generator(seed * 100_003 + n)
+  const planned = planBatch(n, random)
   const place: Place = tempPlace()
   const clients: Array<Promise<unknown>> = []
   const steps: Array<Step> = []
   const length = 1 + Math.floor(random() * 7)
   for (let i = 0; i < length; i++) {
     const last = i === length - 1
-    const op: Step["op"] = i === 0 ? "run" : pick(["run", "run", "resume", "idle"] as const)
-    const onPending: ChildPlan["onPending"] = chance(0.5) ? { answer: pick(["allowed-once", "rejected"] as const) } : "wait"
-    steps.push({ op, onPending, ...(last ? {} : { kill: pointFor(planned) }) })
+    const op: Step["op"] = i === 0 ? "run" : pick(random, ["run", "run", "resume", "idle"] as const)
+    const onPending: ChildPlan["onPending"] = chance(random, 0.5)
+      ? { answer: pick(random, ["allowed-once", "rejected"] as const) }
+      : "wait"
+    steps.push({ op, onPending, ...(last ? {} : { kill: pointFor(random, planned) }) })
   }
   const onChild = (child: Child) => {
     tally.processes++
@@ -219,12 +230,15 @@ const runOne = async (bundle: Bundle): Promise<void> => {
     void child.exit.then((exit) => {
       const millis = performance.now() - born
       ;(exit.signal === "SIGKILL" ? tally.killedMillis : tally.completedMillis).push(millis)
+      if (millis > 10_000) {
+        tally.slow.push(`${Math.round(millis)} ms: ${planned.batch.batchId} ${child.plan.op} ${describePoint(child.plan.kill)} ${JSON.stringify(child.plan.onPending)}`)
+      }
     })
     child.on("pending", () => {
       const onPending = child.plan.onPending
       if (child.plan.kill?.at === "suspended") return
       if (typeof onPending === "object") return count(tally.answers, `by the runner: ${onPending.answer}`)
-      const answer: Outcome = pick(["allowed-once", "rejected"] as const)
+      const answer: Outcome = pick(random, ["allowed-once", "rejected"] as const)
       tally.clients++
       count(tally.answers, `by a client: ${answer}`)
       const client = spawnChild(bundle, { ...planOf(place, planned.batch, { op: "answer" }), answer })
@@ -259,8 +273,9 @@ const main = async () => {
   const bundle = await bundleChild()
   console.log(`durable kill rounds: target ${target} kills, seed ${seed}, ${parallel} chains at once (child bundled in ${Math.round(bundle.millis)} ms)`)
   try {
+    if (only >= 0) await runOne(bundle)
     const worker = async () => {
-      while (tally.kills < target && tally.errors === 0) {
+      while (only < 0 && tally.kills < target && tally.errors === 0) {
         await runOne(bundle)
         if (tally.completed % 10 === 0) {
           process.stdout.write(`  ${tally.completed} batches, ${tally.kills} kills, ${tally.violations} violations\n`)
@@ -287,7 +302,8 @@ const main = async () => {
     errors: tally.errors,
     wallSeconds: Math.round(seconds * 10) / 10,
     killedProcessMs: spread(tally.killedMillis),
-    completingProcessMs: spread(tally.completedMillis)
+    completingProcessMs: spread(tally.completedMillis),
+    slowProcesses: tally.slow
   }
   console.log(JSON.stringify(summary, null, 2))
   process.exitCode = tally.violations > 0 || tally.errors > 0 ? 1 : 0
