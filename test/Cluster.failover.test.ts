@@ -8,19 +8,22 @@
  *
  * Without a PostgreSQL server outside CI the suite is skipped with the reason; in CI it must run.
  */
+import * as PgClient from "@effect/sql-pg/PgClient"
 import * as fc from "fast-check"
-import { Effect } from "effect"
+import { Cause, Effect, Exit, ManagedRuntime, Redacted } from "effect"
+import * as ClusterTurns from "../layers/ClusterTurns.js"
 import { afterAll, assert, beforeAll, describe, it, onTestFinished } from "vitest"
 import * as ToolSession from "../src/ToolSession.js"
 import { killAll } from "./fixtures/childProcess.js"
 import {
-  answerWrites,
+  arbitraryKillRound,
   type CallPlan,
   type Cluster,
   type Death,
   LOCKS,
   ownerOf,
   recordsOf,
+  runKillRound,
   runSessions,
   type SessionPlan,
   startCluster,
@@ -153,37 +156,37 @@ describe.skipIf(!found.ok)(`cluster failover over a real PostgreSQL${found.ok ? 
     }
   }, 120_000)
 
+  it("issue 27: routed over the cluster, a message for an unknown session finds nothing, and a client built for another tool set is refused with ToolSetMismatch, never run", async () => {
+    assert.deepStrictEqual(await pendingOf(cluster, "nobody-here"), [])
+    const records = await cluster.run(Effect.flatMap(ToolSession.ToolSessions, (sessions) => sessions.records("nobody-here")))
+    assert.deepStrictEqual([records.records.length, records.corrupt.length], [0, 0])
+    const other = ManagedRuntime.make(ClusterTurns.layerClient({
+      sql: PgClient.layer({ url: Redacted.make(cluster.pg.url), maxConnections: 2 }),
+      toolSet: "some-other-tools",
+      pollInterval: "200 millis",
+      shardLockExpiration: LOCKS.shardLockExpiration
+    }))
+    try {
+      const exit = await other.runPromiseExit(
+        ToolSession.runBatch("mismatch", [{ callId: "c0", name: "read", arguments: JSON.stringify({ id: "mismatch/b1/0" }) }], { batchId: "b1" })
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+      assert.strictEqual(failure?._tag === "Some" ? (failure.value as ToolSession.ToolSessionError).reason : undefined, "ToolSetMismatch")
+      assert.include(failure?._tag === "Some" ? (failure.value as ToolSession.ToolSessionError).message : "", "deploy the same tools and policies to every runner")
+    } finally {
+      await other.dispose()
+    }
+    assert.strictEqual(cluster.sideEvents().filter((event) => event.id.startsWith("mismatch/")).length, 0, "nothing ran")
+  }, 60_000)
+
   it(`issue 27 property: a random runner SIGKILLed at a random time under a random mix of sessions, restarted at its address — every call one result, D-22 invariants (${runs} runs)`, async () => {
-    const call = fc.oneof(
-      fc.constant<CallPlan>({ tool: "read" }),
-      fc.constantFrom<CallPlan["tool"]>("never", "idempotent", "safe").chain((tool) =>
-        fc.integer({ min: 0, max: 400 }).map((ms): CallPlan => ({ tool, ms }))
-      ),
-      fc.constantFrom("allowed-once" as const, "rejected" as const).map((answer): CallPlan => ({ tool: "write", answer }))
-    )
-    const scenario = fc.record({
-      sessions: fc.array(fc.array(call, { minLength: 1, maxLength: 4 }), { minLength: 1, maxLength: 3 }),
-      killAfter: fc.integer({ min: 0, max: 800 }),
-      victim: fc.integer({ min: 0, max: 2 })
-    })
     let round = 0
     await fc.assert(
-      fc.asyncProperty(scenario, async ({ killAfter, sessions: mixes, victim }) => {
+      fc.asyncProperty(arbitraryKillRound(3), async (scenario) => {
         round++
-        const sessions = mixes.map((calls, i): SessionPlan => ({ sessionId: `prop-${round}-${i}`, batchId: "b1", calls }))
-        const outcomes = runSessions(cluster, sessions)
-        outcomes.catch(() => undefined)
-        const answering = answerWrites(cluster, sessions, outcomes)
-        await new Promise((resolve) => setTimeout(resolve, killAfter))
-        const port = [...cluster.runners.keys()].sort((a, b) => a - b)[victim]!
-        await cluster.kill(port)
-        const death: Death = { port, settled: await cluster.settled(), sideLength: cluster.sideEvents().length }
-        await cluster.start(port)
-        const results = await outcomes
-        await answering
-        const records = await recordsOf(cluster, sessions)
-        const broken = violations(sessions, results, records, cluster.sideEvents(), [death])
-        assert.deepStrictEqual(broken, [], `round ${round}: kill ${port} after ${killAfter} ms`)
+        const broken = await runKillRound(cluster, scenario, `prop-${round}`)
+        assert.deepStrictEqual(broken, [], `round ${round}: ${JSON.stringify(scenario)}`)
       }),
       { numRuns: runs, endOnFailure: true }
     )

@@ -13,6 +13,7 @@ import * as SqlMessageStorage from "@effect/cluster/SqlMessageStorage"
 import * as SqlRunnerStorage from "@effect/cluster/SqlRunnerStorage"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -69,25 +70,43 @@ export const guardSeveralRunners: Layer.Layer<never, DurableTurnError, SqlClient
   })
 )
 
+/** The two-key advisory lock of table creation (apart from the shard locks, which are one-key). */
+const TABLES_LOCK = "hashtext('effect-tool-runtime/tables'), 1"
+
+/** An error's message, read defensively (it comes from drivers). */
+const messageOf = (error: unknown): string => {
+  try {
+    const message = (error as { readonly message?: unknown } | null)?.message
+    return typeof message === "string" ? message : "an unknown error"
+  } catch {
+    return "an unknown error"
+  }
+}
+
 /**
  * Creates the cluster's and the journal's tables one process at a time, under a PostgreSQL
- * advisory lock (other databases are left to the layers themselves): runners and clients that start together on a fresh database would otherwise race
- * in `CREATE TABLE IF NOT EXISTS` (`pg_type_typname_nsp_index`) and one of them would fail to start.
+ * advisory lock held on a connection of its own (a pool of its own, closed after: the tables'
+ * layers need the main pool's connections while the lock is held); other databases are left to
+ * the layers themselves. Runners and clients that start together on a fresh database would
+ * otherwise race in `CREATE TABLE IF NOT EXISTS` (`pg_type_typname_nsp_index`) and one of them
+ * would fail to start.
  *
  * @internal
  */
-export const prepareTables = (settings: Pick<RunnerSettings, "shardLockExpiration">) =>
+export const prepareTables = (
+  settings: Pick<RunnerSettings, "shardLockExpiration">,
+  sqlLayer: Layer.Layer<SqlClient.SqlClient, unknown>
+) =>
   Layer.effectDiscard(
     Effect.scoped(
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const pg = yield* sql.onDialectOrElse({ pg: () => Effect.succeed(true), orElse: () => Effect.succeed(false) })
         if (!pg) return
-        const connection = yield* sql.reserve
-        yield* connection.executeRaw("SELECT pg_advisory_lock(hashtext('effect-tool-runtime/tables'), 1)", [])
-        yield* Effect.addFinalizer(() =>
-          Effect.ignore(connection.executeRaw("SELECT pg_advisory_unlock(hashtext('effect-tool-runtime/tables'), 1)", []))
-        )
+        const own = yield* Effect.map(Layer.build(Layer.fresh(sqlLayer)), Context.get(SqlClient.SqlClient))
+        const connection = yield* own.reserve
+        yield* connection.executeRaw(`SELECT pg_advisory_lock(${TABLES_LOCK})`, [])
+        yield* Effect.addFinalizer(() => Effect.ignore(connection.executeRaw(`SELECT pg_advisory_unlock(${TABLES_LOCK})`, [])))
         const tables = Layer.mergeAll(SqlMessageStorage.layer, SqlRunnerStorage.layer, DurableTurnSql.layerJournal).pipe(
           Layer.provide(ShardingConfig.layer({ shardLockExpiration: settings.shardLockExpiration }))
         )
@@ -95,7 +114,9 @@ export const prepareTables = (settings: Pick<RunnerSettings, "shardLockExpiratio
       })
     ).pipe(
       Effect.mapError((error) =>
-        error instanceof DurableTurnError ? error : new DurableTurnError({ reason: "Storage", message: `cluster: ${error.message}` })
+        error instanceof DurableTurnError
+          ? error
+          : new DurableTurnError({ reason: "Storage", message: `cluster: ${messageOf(error)}` })
       )
     )
   )
@@ -111,7 +132,7 @@ const wrap = (layer: Layer.Layer<never, unknown, unknown>) =>
   Layer.mapError(layer, (error) =>
     error instanceof DurableTurnError
       ? error
-      : new DurableTurnError({ reason: "Storage", message: `cluster: ${(error as { message?: unknown })?.message ?? String(error)}` }))
+      : new DurableTurnError({ reason: "Storage", message: `cluster: ${messageOf(error)}` }))
 
 /**
  * A socket runner over the SQL client `sql` (guarded): the cluster, the workflow engine, the
@@ -120,7 +141,7 @@ const wrap = (layer: Layer.Layer<never, unknown, unknown>) =>
  * @internal
  */
 export const runnerEngine = (settings: RunnerSettings, sql: Layer.Layer<SqlClient.SqlClient, unknown>) => {
-  const storage = prepareTables(settings).pipe(Layer.provideMerge(guardSeveralRunners), Layer.provideMerge(sql))
+  const storage = prepareTables(settings, sql).pipe(Layer.provideMerge(guardSeveralRunners), Layer.provideMerge(sql))
   const cluster = NodeClusterSocket.layer({ storage: "sql", shardingConfig: shardingConfig(settings, true) })
   const engine = Layer.mergeAll(ClusterWorkflowEngine.layer, layerRemoteStop, DurableTurnSql.layerJournal).pipe(
     Layer.provideMerge(cluster),
@@ -150,6 +171,6 @@ export const clientEngine = (
         runnerAddress: Option.none()
       }
     }).pipe(
-      Layer.provideMerge(prepareTables(settings).pipe(Layer.provideMerge(sql)))
+      Layer.provideMerge(prepareTables(settings, sql).pipe(Layer.provideMerge(sql)))
     ) as Layer.Layer<never, unknown, unknown>
   )

@@ -136,7 +136,10 @@ const approvalsService = (
   engine: WorkflowEngine["Type"],
   workflow: BatchWorkflow
 ): DurableTurn.ApprovalsService => ({
-  pending: Effect.mapError(listPending(journal), storage),
+  pending: Effect.map(
+    Effect.mapError(listPending(journal), storage),
+    (all) => Object.freeze(all.map(({ executionId: _, ...request }) => Object.freeze(request)))
+  ),
   answer: (id, given) =>
     Effect.suspend(() => {
       if (typeof id !== "string") return Effect.fail(turnError("InvalidAnswer", "an approval id must be a string"))
