@@ -81,8 +81,9 @@ export interface ClientOptions extends SessionOptions {
   /** How often the client reads replies the runners wrote. Default `"1 second"`. */
   readonly pollInterval?: Duration.DurationInput | undefined
   /**
-   * The runners' `shardLockExpiration` (the same value): how long the client still routes to a
-   * runner that stopped answering. Default `"15 seconds"`, the runners' default.
+   * The runners' `shardLockExpiration` (default `"15 seconds"`, theirs): how long the client still
+   * counts a silent runner as alive. Give it the runners' value, or a dead runner's sessions stay
+   * unreachable from this client for the difference.
    */
   readonly shardLockExpiration?: Duration.DurationInput | undefined
 }

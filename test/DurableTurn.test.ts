@@ -5,15 +5,19 @@
  * and resume; expiry under a test clock; bad input. Crashes are in DurableTurn.crash.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
+import * as EffectScheduler from "effect/Scheduler"
+import * as CodeRuntimeQuickJs from "../layers/CodeRuntimeQuickJs.js"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
+import * as ApprovalService from "../src/ApprovalService.js"
 import * as DurableTurn from "../src/DurableTurn.js"
 import * as Scheduler from "../src/Scheduler.js"
 import * as Tool from "../src/Tool.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
-import { appOver, call, memoryEngine, Probe, registering, toolsOf } from "./fixtures/durable.js"
+import { appOver, call, libsqlEngine, memoryEngine, Probe, registering, tempDatabase, toolsOf } from "./fixtures/durable.js"
+import { crashApp, readSide } from "./fixtures/durableCrashApp.js"
 
 const key = { sessionId: "s1", batchId: "b1" }
 const live = <A, E>(
@@ -358,4 +362,92 @@ describe("replay policy on definitions (D-22)", () => {
         assert.strictEqual(got._tag === "Some" ? got.value.replay : undefined, "safe")
       }))
     }).pipe(Effect.provide(InMemoryToolRegistry.layer)))
+})
+
+describe("DurableTurn: a durable lane waits for its bodies (D-24)", () => {
+  it.live("D-24: while a body runs, the lane waits for it without polling (other fibers schedule no work over 20 event-loop turns)", () => {
+    const probe = new Probe()
+    let tasks = 0
+    let self: unknown = undefined
+    const counting = EffectScheduler.make((task, priority, fiber) => {
+      if (fiber !== self) tasks++
+      EffectScheduler.defaultScheduler.scheduleTask(task, priority, fiber)
+    }, EffectScheduler.defaultScheduler.shouldYield)
+    const turn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+    return live(
+      probe,
+      Effect.gen(function*() {
+        const fiber = yield* Effect.fork(DurableTurn.runBatch([call("c1", "never", { id: "x" })], key))
+        yield* Deferred.await(probe.startedOf("x"))
+        self = yield* Effect.withFiberRuntime((fiber) => Effect.succeed(fiber))
+        const before = tasks
+        for (let i = 0; i < 20; i++) yield* turn
+        const during = tasks - before
+        self = undefined
+        yield* Deferred.succeed(probe.gate("x"), undefined)
+        const batch = yield* Fiber.join(fiber)
+        assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "never x" }])
+        assert.isBelow(during, 10, `the lane scheduled ${during} tasks while the body waited (a busy loop)`)
+      })
+    ).pipe(Effect.withScheduler(counting))
+  })
+})
+
+describe("DurableTurn: run_code in a durable batch (D-22)", () => {
+  it.live("D-22: each sub-call body of a program starts only once its intent is stored (exclusive and parallel-safe)", () =>
+    Effect.gen(function*() {
+      const place = yield* Effect.acquireRelease(Effect.sync(tempDatabase), (db) => Effect.sync(db.cleanup))
+      const side = `${place.file}.side`
+      const code = `
+        const [a, b] = await Promise.all([tools.par_safe({ id: "p1" }), tools.par_safe({ id: "p2" })])
+        const c = await tools.never({ id: "e1" })
+        const d = await tools.safe({ id: "e2" })
+        return [a, b, c, d].join(", ")
+      `
+      const calls = [{ callId: "c0", name: "run_code", arguments: JSON.stringify({ description: "four steps", code }) }]
+      const batch = yield* DurableTurn.runBatch(calls, { ...key, agent: "main" }).pipe(
+        Effect.provide(crashApp(memoryEngine, { side, point: undefined }, { code: true }))
+      )
+      assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "par_safe p1, par_safe p2, never e1, safe e2" }])
+      const starts = readSide(side).filter((e) => e.ev === "start")
+      assert.deepStrictEqual(starts.map((e) => e.ev === "start" ? [e.id, e.intentStored] : []), [
+        ["p1", true],
+        ["p2", true],
+        ["e1", true],
+        ["e2", true]
+      ])
+    }).pipe(Effect.scoped))
+
+  it.live("D-22: a runner closing while a sub-call runs journals nothing more of the program: on restart the sub-call is cut (safe: run again)", () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.acquireRelease(Effect.sync(tempDatabase), (made) => Effect.sync(made.cleanup))
+      const probe = new Probe()
+      const app = () => {
+        const base = Layer.merge(InMemoryToolRegistry.layerCodeMode({ mode: "both" }), Layer.orDie(CodeRuntimeQuickJs.layer()))
+        const registry = registering(toolsOf(probe)).pipe(Layer.provideMerge(base))
+        const log = DurableTurn.layerLog.pipe(Layer.provideMerge(Layer.merge(libsqlEngine(db.url), registry)))
+        const runtime = ToolRuntime.layer.pipe(Layer.provideMerge(ApprovalService.layer().pipe(Layer.provideMerge(log))))
+        return DurableTurn.layer().pipe(Layer.provideMerge(runtime))
+      }
+      const code = `
+        const out = []
+        for (const id of ["k1", "k2"]) out.push(await tools.safe({ id }))
+        return out.join(" | ")
+      `
+      const calls = [{ callId: "c0", name: "run_code", arguments: JSON.stringify({ description: "two steps", code }) }]
+      yield* Deferred.succeed(probe.gate("k1"), undefined)
+      const scope = yield* Scope.make()
+      const first = yield* Layer.buildWithScope(app(), scope)
+      const fiber = yield* Effect.fork(Effect.provide(DurableTurn.runBatch(calls, { ...key, agent: "main" }), first))
+      yield* Deferred.await(probe.startedOf("k2"))
+      yield* Scope.close(scope, Exit.void)
+      yield* Fiber.interrupt(fiber)
+      yield* Deferred.succeed(probe.gate("k2"), undefined)
+      const second = yield* Layer.build(app())
+      const rows = yield* Effect.provide(Effect.flatMap(DurableTurn.DurableJournal, (journal) => journal.load(key)), second)
+      assert.isFalse(rows.some((row) => row.entry === "result:c0:code:2"), "the aborted sub-call's result is not journaled")
+      const batch = yield* Effect.provide(DurableTurn.resume(key), second)
+      assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "safe k1 | safe k2" }])
+      assert.deepStrictEqual(probe.runs.map((run) => run.arg), ["k1", "k2", "k2"], "k1 committed, k2 cut and run again")
+    }).pipe(Effect.scoped))
 })

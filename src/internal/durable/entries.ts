@@ -86,9 +86,21 @@ export class EntryJournal {
         this.held.push([index, handle])
       },
       pending: () =>
-        this.rows.length > 0 || this.held.length > 0 || this.announcements.length > 0 || this.unsettled.size > 0,
+        this.rows.length > 0 || this.held.length > 0 || this.announcements.length > 0 || this.settling(),
       write: Effect.suspend(() => this.write())
     }
+  }
+
+  /**
+   * An entry whose body ran in this run has ended and its settle is not written yet. (A body still
+   * running has nothing to write: counting it as pending made the driver write nothing and check
+   * again, in a loop, for as long as the body ran.)
+   */
+  settling(): boolean {
+    for (const index of this.unsettled) {
+      if (this.lane.ready[index] !== undefined && index !== this.suspendedAt) return true
+    }
+    return false
   }
 
   push(key: string, payload: () => string): void {

@@ -62,7 +62,9 @@ const afterPrepare = (
   if (prepared !== undefined && outcome === undefined) l.fail({ _tag: "Defect", cause: malformedOutcome("prepare") })
   if (outcome === undefined || l.failed()) return STARTED
   const handle = outcome.handle as ToolRuntimeNs.Execution
-  if (outcome.tag === "Dispatch" && exclusive && l.inlineExclusive) {
+  // A lane with group commit (a durable one) holds every dispatch until its intent is stored: it
+  // never takes the inline path, which would start the body before the intent row is written.
+  if (outcome.tag === "Dispatch" && exclusive && l.inlineExclusive && l.groupCommit === undefined) {
     return Effect.flatMap(Effect.exit(Effect.suspend(() => l.runtime.dispatch(handle))), (exit) => {
       l.inFlight++
       l.handles.set(index, handle)
