@@ -9,6 +9,7 @@ import * as codeMode from "./codeMode.js"
 import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
 import * as compare from "./compare.js"
+import * as durable from "./durable.js"
 import * as json from "./json.js"
 import * as log from "./log.js"
 import * as registry from "./registry.js"
@@ -28,7 +29,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["codeRuntime", codeRuntime.run],
   ["codeMode", codeMode.run],
   ["telemetry", telemetry.run],
-  ["agentLoop", agentLoop.run]
+  ["agentLoop", agentLoop.run],
+  ["durable", durable.run]
 ]
 
 /** Run only when named: the side-by-side comparison builds the package and takes minutes. */
