@@ -2,8 +2,9 @@
  * Durable turns on PostgreSQL (issue 28 "Postgres", D-22, D-24): the runner of
  * `DurableTurnSql.layer()` over a `PgClient` on PGlite (behind its wire server, one runner at a
  * time: PGlite is one session, so its advisory shard locks exclude nothing). The scenarios that
- * need no kill: a completed key, Stop and resume, an approval that waits across a restart and is
- * answered through `DurableApprovals`, and records written exactly once.
+ * need no kill: a completed key, an in-process crash (the layer's scope closed while a body runs)
+ * and its resume under each replay policy, Stop and resume, an approval that waits across a
+ * restart and is answered through `DurableApprovals`, and records written exactly once.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { afterAll, assert, beforeAll, beforeEach, describe, it } from "@effect/vitest"
@@ -105,6 +106,49 @@ describe("DurableTurn on PostgreSQL (PGlite, single runner)", () => {
       yield* second.close
     })
   })
+
+  for (
+    const [policy, expected] of [
+      ["never", "OUTCOME_UNKNOWN"],
+      ["idempotent", "idempotent x"],
+      ["safe", "safe x"]
+    ] as const
+  ) {
+    it.scopedLive(`D-22: a crash while a \`${policy}\` body runs, then the resume (${expected})`, () => {
+      const probe = new Probe()
+      const calls = [call("c1", "read", { path: "a" }), call("c2", policy, { id: "x" }), call("c3", "read", { path: "c" })]
+      return Effect.gen(function*() {
+        const first = yield* processOf(probe)
+        const fiber = yield* Effect.fork(DurableTurn.runBatch(calls, key).pipe(Effect.provide(first.context)))
+        yield* Deferred.await(probe.startedOf("x"))
+        yield* first.close
+        yield* Deferred.await(probe.abortedOf("x"))
+        yield* Fiber.interrupt(fiber)
+        yield* Deferred.succeed(probe.gate("x"), undefined)
+        const second = yield* processOf(probe)
+        const batch = yield* DurableTurn.resume(key).pipe(Effect.provide(second.context))
+        assert.deepStrictEqual(texts(batch), ["read a", expected, "read c"])
+        assert.isFalse(batch.aborted)
+        const runs = probe.runs.filter((r) => r.tool === policy)
+        assert.strictEqual(runs.length, policy === "never" ? 1 : 2, "a `never` body is not run again")
+        if (policy === "idempotent") assert.strictEqual(runs[1].key, runs[0].key, "the same idempotency key")
+        assert.strictEqual(probe.count("read", "a"), 1, "a committed body is not run again")
+        assert.strictEqual(probe.count("read", "c"), 1)
+        const again = yield* DurableTurn.resume(key).pipe(Effect.provide(second.context))
+        assert.deepStrictEqual(again, batch, "the resumed outcome is recorded")
+        const { records } = yield* DurableTurn.records(key.sessionId).pipe(Effect.provide(second.context))
+        assert.deepStrictEqual(records.map(label), [
+          "tool/call:c1",
+          "tool/result:c1",
+          "tool/call:c2",
+          "tool/result:c2",
+          "tool/call:c3",
+          "tool/result:c3"
+        ], "each record once")
+        yield* second.close
+      })
+    })
+  }
 
   it.scopedLive("D-24: a stop (the caller's signal) is journaled: a resume after a restart returns the stopped results", () => {
     const probe = new Probe()
