@@ -247,6 +247,10 @@ export const make = (options: DurableTurn.Options | undefined) =>
             })
           const outcome = yield* Effect.gen(function*() {
             if (Exit.isFailure(first)) {
+              if (local.closing) {
+                yield* Fiber.interrupt(fiber)
+                return yield* Effect.failCause(first.cause)
+              }
               yield* stop(key, executionId, new DOMException(INTERRUPTED_REASON, "AbortError"))
               yield* Fiber.await(fiber)
               return yield* Effect.failCause(first.cause)
