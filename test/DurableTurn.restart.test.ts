@@ -1,12 +1,14 @@
 /**
- * A process shutting down is not a stop (docs/durable.md "Stop", D-24): a caller interrupted once
- * its durable layer is closing ends at once, journals no stop and asks the closed engine nothing;
- * the batch resumes in the next process exactly as after a crash.
+ * Durable batches across processes and calls (D-22, D-24). A process shutting down is not a stop
+ * (docs/durable.md "Stop"): a caller interrupted once its durable layer is closing ends at once,
+ * journals no stop and asks the closed engine nothing; the batch resumes in the next process
+ * exactly as after a crash. A batch that waits for a person is seen waiting by `start`, called
+ * again in the same process or in the next one.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Layer, Scope } from "effect"
 import * as DurableTurn from "../src/DurableTurn.js"
-import { appOver, call, libsqlEngine, Probe, tempDatabase, toolsOf } from "./fixtures/durable.js"
+import { appOver, call, libsqlEngine, memoryEngine, Probe, tempDatabase, toolsOf } from "./fixtures/durable.js"
 
 const key = { sessionId: "s1", batchId: "b1", agent: "main" }
 
@@ -86,6 +88,49 @@ describe("DurableTurn: a process shutting down is not a stop (D-24)", () => {
         { type: "text", text: "read c" }
       ])
       assert.strictEqual(probe.count("safe", "x"), 2, "the cut `safe` body ran again")
+      yield* Scope.close(second, Exit.void)
+    }).pipe(Effect.ensuring(Effect.sync(db.cleanup)))
+  })
+})
+
+describe("DurableTurn.start on a batch that waits for a person (D-22)", () => {
+  /** `start`, bounded: a call that never returns fails the test instead of hanging it. */
+  const startBounded = (calls: ReadonlyArray<ReturnType<typeof call>>) =>
+    DurableTurn.start(calls, key).pipe(
+      Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error("start never returned") })
+    )
+
+  it.live("D-22: start called again while the batch waits returns its pending request at once", () => {
+    const probe = new Probe()
+    const calls = [call("c1", "write", { path: "b" })]
+    return Effect.gen(function*() {
+      const first = yield* DurableTurn.start(calls, key)
+      assert.strictEqual(first._tag, "Suspended")
+      const again = yield* startBounded(calls)
+      assert.deepStrictEqual(again, first)
+      assert.strictEqual(probe.count("write"), 0)
+    }).pipe(Effect.provide(appOver(memoryEngine, toolsOf(probe))))
+  })
+
+  it.live("D-22: after a restart, start returns the pending request the batch waits for; answered, it completes", () => {
+    const probe = new Probe()
+    const db = tempDatabase()
+    const calls = [call("c1", "read", { path: "a" }), call("c2", "write", { path: "b" })]
+    return Effect.gen(function*() {
+      const first = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(appOver(libsqlEngine(db.url), toolsOf(probe)), first)
+      const status = yield* DurableTurn.start(calls, key).pipe(Effect.provide(context))
+      if (status._tag !== "Suspended") return assert.fail("expected a suspension")
+      yield* Scope.close(first, Exit.void)
+      const second = yield* Scope.make()
+      const resumed = yield* Layer.buildWithScope(appOver(libsqlEngine(db.url), toolsOf(probe)), second)
+      const again = yield* startBounded(calls).pipe(Effect.provide(resumed))
+      if (again._tag !== "Suspended") return assert.fail("expected a suspension")
+      assert.deepStrictEqual(again.pending, status.pending)
+      yield* DurableTurn.answer(again.pending[0].id, "allowed-once").pipe(Effect.provide(resumed))
+      const done = yield* DurableTurn.start(calls, key).pipe(Effect.provide(resumed))
+      assert.strictEqual(done._tag, "Complete")
+      assert.deepStrictEqual(probe.runs.map((r) => `${r.tool}:${r.arg}`), ["read:a", "write:b"])
       yield* Scope.close(second, Exit.void)
     }).pipe(Effect.ensuring(Effect.sync(db.cleanup)))
   })
