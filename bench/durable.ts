@@ -22,7 +22,7 @@ import * as Tool from "../src/Tool.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
 import { appOver, libsqlEngine, memoryEngine, registering, tempDatabase } from "../test/fixtures/durable.js"
 import { startPostgres } from "../test/fixtures/postgres.js"
-import { startPostgresServer } from "../test/fixtures/postgresServer.js"
+import { findPostgres, startPostgresServer } from "../test/fixtures/postgresServer.js"
 
 const N = 1000
 const SMALL = 10
@@ -66,23 +66,28 @@ const libsqlStore = (): Store => {
   return { name: "libSQL file", engine: libsqlEngine(db.url), cleanup: async () => db.cleanup() }
 }
 
-/** A real PostgreSQL 15 when one starts here, else PGlite behind its wire server. */
+/**
+ * A real PostgreSQL when one starts here (Debian's server run as `postgres`), else (or with
+ * DURABLE_BENCH_PGLITE set) PGlite behind its wire server.
+ */
 const postgresStore = async (): Promise<Store> => {
-  const runner = (client: Layer.Layer<PgClient.PgClient, unknown>): Engine =>
-    DurableTurnSql.layer({ pollInterval: "100 millis" }).pipe(Layer.provide(client)) as Engine
+  const runner = (port: number): Engine =>
+    DurableTurnSql.layer({ pollInterval: "100 millis" }).pipe(
+      Layer.provide(
+        // The engine reserves a connection for its shard locks: a pool of one would never run a batch.
+        PgClient.layer({ host: "127.0.0.1", port, username: "postgres", database: "postgres", maxConnections: 4 })
+      )
+    ) as Engine
   try {
+    if (process.env.DURABLE_BENCH_PGLITE !== undefined) throw new Error("DURABLE_BENCH_PGLITE is set")
+    const found = findPostgres()
     const server = await startPostgresServer()
-    return {
-      name: "Postgres (PostgreSQL 15)",
-      engine: runner(
-        PgClient.layer({ host: server.host, port: server.port, username: server.username, database: server.database })
-      ),
-      cleanup: server.stop
-    }
+    const version = found.ok ? /postgresql\/(\d+)/.exec(found.bin)?.[1] : undefined
+    return { name: `Postgres (PostgreSQL ${version ?? "server"})`, engine: runner(server.port), cleanup: server.stop }
   } catch (error) {
-    console.log(`  (no real PostgreSQL here: ${(error as Error).message.split("\n")[0]}; using PGlite)`)
+    console.log(`  (no PostgreSQL server here: ${(error as Error).message.split("\n")[0]}; using PGlite)`)
     const pglite = await startPostgres()
-    return { name: "Postgres (PGlite)", engine: runner(pglite.client), cleanup: pglite.stop }
+    return { name: "Postgres (PGlite)", engine: runner(pglite.port), cleanup: pglite.stop }
   }
 }
 
@@ -91,31 +96,45 @@ const open = async (engine: Engine) => {
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(appOver(engine, [noop]), scope))
   let serial = 0
-  const batch = async (n: number): Promise<number> => {
+  const batch = async (n: number): Promise<Sample> => {
     const calls = callsOf(n)
     const key = { sessionId: `bench-${serial}`, batchId: `b${serial++}`, maxParallel: n }
+    const cpu = process.cpuUsage()
     const t0 = performance.now()
     const result = await Effect.runPromise(Effect.provide(DurableTurn.runBatch(calls, key), context))
     const ms = performance.now() - t0
+    const used = process.cpuUsage(cpu)
     if (result.results.length !== n || result.results.some((r) => r.result.isError)) {
       throw new Error(`a durable batch of ${n} did not complete`)
     }
-    return ms
+    return { ms, cpuMs: (used.user + used.system) / 1000 }
   }
   return { batch, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
 }
 
-const sample = async (run: () => Promise<number>, warmups: number, runs: number): Promise<Array<number>> => {
+/** One timed run: wall time, and the CPU time of this process (both threads of libSQL included). */
+interface Sample {
+  readonly ms: number
+  readonly cpuMs: number
+}
+
+const sample = async (run: () => Promise<Sample>, warmups: number, runs: number): Promise<Array<Sample>> => {
   for (let i = 0; i < warmups; i++) await run()
-  const samples: Array<number> = []
-  for (let i = 0; i < runs; i++) {
-    samples.push(await run())
-  }
+  const samples: Array<Sample> = []
+  for (let i = 0; i < runs; i++) samples.push(await run())
   return samples
 }
 
+const perCall = (samples: ReadonlyArray<Sample>, n: number): string => {
+  const wall = samples.map((s) => s.ms)
+  const cpu = samples.map((s) => s.cpuMs)
+  return `${((median(wall) * 1000) / n).toFixed(0)} µs per call (range ${range(wall, 0, 1000 / n)} µs; CPU ${
+    ((median(cpu) * 1000) / n).toFixed(0)
+  } µs)`
+}
+
 /** The in-memory scheduler over the same tool and calls (real runtime, memory log). */
-const inMemory = async (): Promise<Array<number>> => {
+const inMemory = async (): Promise<Array<Sample>> => {
   const layer = ToolRuntime.layer.pipe(
     Layer.provideMerge(
       Layer.mergeAll(registering([noop]), ToolCallLogMemory.layer).pipe(Layer.provideMerge(InMemoryToolRegistry.layer))
@@ -124,10 +143,13 @@ const inMemory = async (): Promise<Array<number>> => {
   const scope = Effect.runSync(Scope.make())
   const context = await Effect.runPromise(Layer.buildWithScope(layer, scope))
   const calls = callsOf(N)
-  const once = async () => {
+  const once = async (): Promise<Sample> => {
+    const cpu = process.cpuUsage()
     const t0 = performance.now()
     await Effect.runPromise(Effect.provide(Scheduler.runBatch(calls, { maxParallel: N }), context))
-    return performance.now() - t0
+    const ms = performance.now() - t0
+    const used = process.cpuUsage(cpu)
+    return { ms, cpuMs: (used.user + used.system) / 1000 }
   }
   try {
     return await sample(once, 3, 15)
@@ -203,17 +225,16 @@ export const run = async (): Promise<void> => {
     async () => libsqlStore(),
     postgresStore
   ]
-  const small: Array<readonly [string, Array<number>]> = []
+  const small: Array<readonly [string, Array<Sample>]> = []
+  const perStore: Array<readonly [string, Array<Sample>]> = []
   for (const make of stores) {
     const store = await make()
     try {
       const app = await open(store.engine)
       try {
         const samples = await sample(() => app.batch(N), 2, RUNS)
-        console.log(
-          `durable batch ${N} calls, ${store.name}: ${((median(samples) * 1000) / N).toFixed(0)} µs per call` +
-            ` (range ${range(samples, 0, 1000 / N)} µs)`
-        )
+        perStore.push([store.name, samples])
+        console.log(`durable batch ${N} calls, ${store.name}: ${perCall(samples, N)}`)
         small.push([store.name, await sample(() => app.batch(SMALL), 3, SMALL_RUNS)])
       } finally {
         await app.close()
@@ -223,17 +244,22 @@ export const run = async (): Promise<void> => {
     }
   }
   for (const [name, samples] of small) {
+    const wall = samples.map((s) => s.ms)
     console.log(
-      `  fixed cost of a ${SMALL}-call durable batch, ${name}: ${median(samples).toFixed(1)} ms per batch (range ${
-        range(samples, 1)
+      `  fixed cost of a ${SMALL}-call durable batch, ${name}: ${median(wall).toFixed(1)} ms per batch (range ${
+        range(wall, 1)
       } ms)`
     )
   }
   const memory = await inMemory()
-  console.log(
-    `  in-memory Scheduler.runBatch of the same ${N} calls: ${((median(memory) * 1000) / N).toFixed(1)} µs per call` +
-      ` (range ${range(memory, 1, 1000 / N)} µs)`
-  )
+  console.log(`  in-memory Scheduler.runBatch of the same ${N} calls: ${perCall(memory, N)}`)
+  const base = median(memory.map((s) => s.ms))
+  for (const [name, samples] of perStore) {
+    const ms = median(samples.map((s) => s.ms))
+    console.log(
+      `  ${name}: x${(ms / base).toFixed(1)} the in-memory batch, ${(((ms - base) * 1000) / N).toFixed(0)} µs per call on top of it`
+    )
+  }
   const rounds: Array<Resumed> = []
   for (let i = 0; i < 3; i++) rounds.push(await killAndResume())
   const last = rounds[rounds.length - 1]
