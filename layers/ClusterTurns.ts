@@ -80,6 +80,12 @@ export interface ClientOptions extends SessionOptions {
   readonly sql: Layer.Layer<SqlClient.SqlClient, unknown>
   /** How often the client reads replies the runners wrote. Default `"1 second"`. */
   readonly pollInterval?: Duration.DurationInput | undefined
+  /**
+   * The runners' `shardLockExpiration` (default `"15 seconds"`, theirs): how long the client still
+   * counts a silent runner as alive. Give it the runners' value, or a dead runner's sessions stay
+   * unreachable from this client for the difference.
+   */
+  readonly shardLockExpiration?: Duration.DurationInput | undefined
 }
 
 type ErrorOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer _ROut, infer E, infer _R> ? E : never
@@ -233,14 +239,21 @@ export const layerSingle = <
  */
 export const layerClient = (options: ClientOptions): Layer.Layer<ToolSession.ToolSessions, DurableTurnError> => {
   const label = "ClusterTurns.layerClient"
-  const values = readKeys(label, options, ["sql", "toolSet", "pollInterval"])
+  const values = readKeys(label, options, ["sql", "toolSet", "pollInterval", "shardLockExpiration"])
   if (typeof values === "string") return die(values)
   if (!Layer.isLayer(values.sql)) return die(`${label} option "sql" must be a Layer of the SqlClient`)
   const toolSet = toolSetOf(label, values.toolSet)
   if (typeof toolSet === "object") return die(toolSet.problem)
   const poll = duration(label, "pollInterval", values.pollInterval, DEFAULT_POLL)
   if (typeof poll === "string") return die(poll)
+  const expiration = duration(label, "shardLockExpiration", values.shardLockExpiration, DEFAULT_EXPIRATION)
+  if (typeof expiration === "string") return die(expiration)
   return ToolSession.layerClient({ toolSet }).pipe(
-    Layer.provideMerge(clientEngine({ pollInterval: poll }, values.sql as Layer.Layer<SqlClient.SqlClient, unknown>))
+    Layer.provideMerge(
+      clientEngine(
+        { pollInterval: poll, shardLockExpiration: expiration },
+        values.sql as Layer.Layer<SqlClient.SqlClient, unknown>
+      )
+    )
   ) as never
 }

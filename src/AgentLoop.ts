@@ -21,8 +21,9 @@ import type { CodeModeError } from "./CodeMode.js"
 import type { UserMessage } from "./Content.js"
 import type { AgentId } from "./Execution.js"
 import * as internal from "./internal/ai/agentLoop.js"
+import type { StepStore } from "./internal/durable/contracts.js"
 import * as prompts from "./internal/ai/agentLoopPrompt.js"
-import type { BatchResult, CommitEvent, CommittedResult, ModelToolCall, SchedulerError } from "./Scheduler.js"
+import type { CommitEvent, CommittedResult, ModelToolCall, SchedulerError } from "./Scheduler.js"
 import type { ToolCallLog } from "./ToolCallLog.js"
 import type { ToolRegistry } from "./ToolRegistry.js"
 import type { ToolRuntime } from "./ToolRuntime.js"
@@ -77,20 +78,7 @@ export interface Options<E = never> {
  * @since 0.1.0
  * @category models
  */
-export interface DurableSteps<E> {
-  readonly model: (step: number) => Effect.Effect<string | undefined, E>
-  readonly recordModel: (step: number, message: string) => Effect.Effect<string, E>
-  readonly runBatch: (
-    step: number,
-    calls: ReadonlyArray<ModelToolCall>,
-    options: {
-      readonly agent: string
-      readonly maxParallel?: number | undefined
-      readonly signal?: AbortSignal | undefined
-      readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
-    }
-  ) => Effect.Effect<BatchResult, E>
-}
+export interface DurableSteps<E> extends StepStore<E> {}
 
 /**
  * Why a run ended: `stop` — the model called no tools; `concluded` — a committed success

@@ -5,16 +5,18 @@
  * and resume; expiry under a test clock; bad input. Crashes are in DurableTurn.crash.test.ts.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Schema, Scope, TestClock } from "effect"
 import * as EffectScheduler from "effect/Scheduler"
+import * as CodeRuntimeQuickJs from "../layers/CodeRuntimeQuickJs.js"
 import * as InMemoryToolRegistry from "../layers/InMemoryToolRegistry.js"
 import * as ToolCallLogMemory from "../layers/ToolCallLogMemory.js"
+import * as ApprovalService from "../src/ApprovalService.js"
 import * as DurableTurn from "../src/DurableTurn.js"
 import * as Scheduler from "../src/Scheduler.js"
 import * as Tool from "../src/Tool.js"
 import { ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolRuntime from "../src/ToolRuntime.js"
-import { appOver, call, memoryEngine, Probe, registering, tempDatabase, toolsOf } from "./fixtures/durable.js"
+import { appOver, call, libsqlEngine, memoryEngine, Probe, registering, tempDatabase, toolsOf } from "./fixtures/durable.js"
 import { crashApp, readSide } from "./fixtures/durableCrashApp.js"
 
 const key = { sessionId: "s1", batchId: "b1" }
@@ -414,5 +416,38 @@ describe("DurableTurn: run_code in a durable batch (D-22)", () => {
         ["e1", true],
         ["e2", true]
       ])
+    }).pipe(Effect.scoped))
+
+  it.live("D-22: a runner closing while a sub-call runs journals nothing more of the program: on restart the sub-call is cut (safe: run again)", () =>
+    Effect.gen(function*() {
+      const db = yield* Effect.acquireRelease(Effect.sync(tempDatabase), (made) => Effect.sync(made.cleanup))
+      const probe = new Probe()
+      const app = () => {
+        const base = Layer.merge(InMemoryToolRegistry.layerCodeMode({ mode: "both" }), Layer.orDie(CodeRuntimeQuickJs.layer()))
+        const registry = registering(toolsOf(probe)).pipe(Layer.provideMerge(base))
+        const log = DurableTurn.layerLog.pipe(Layer.provideMerge(Layer.merge(libsqlEngine(db.url), registry)))
+        const runtime = ToolRuntime.layer.pipe(Layer.provideMerge(ApprovalService.layer().pipe(Layer.provideMerge(log))))
+        return DurableTurn.layer().pipe(Layer.provideMerge(runtime))
+      }
+      const code = `
+        const out = []
+        for (const id of ["k1", "k2"]) out.push(await tools.safe({ id }))
+        return out.join(" | ")
+      `
+      const calls = [{ callId: "c0", name: "run_code", arguments: JSON.stringify({ description: "two steps", code }) }]
+      yield* Deferred.succeed(probe.gate("k1"), undefined)
+      const scope = yield* Scope.make()
+      const first = yield* Layer.buildWithScope(app(), scope)
+      const fiber = yield* Effect.fork(Effect.provide(DurableTurn.runBatch(calls, { ...key, agent: "main" }), first))
+      yield* Deferred.await(probe.startedOf("k2"))
+      yield* Scope.close(scope, Exit.void)
+      yield* Fiber.interrupt(fiber)
+      yield* Deferred.succeed(probe.gate("k2"), undefined)
+      const second = yield* Layer.build(app())
+      const rows = yield* Effect.provide(Effect.flatMap(DurableTurn.DurableJournal, (journal) => journal.load(key)), second)
+      assert.isFalse(rows.some((row) => row.entry === "result:c0:code:2"), "the aborted sub-call's result is not journaled")
+      const batch = yield* Effect.provide(DurableTurn.resume(key), second)
+      assert.deepStrictEqual(batch.results[0].result.content, [{ type: "text", text: "safe k1 | safe k2" }])
+      assert.deepStrictEqual(probe.runs.map((run) => run.arg), ["k1", "k2", "k2"], "k1 committed, k2 cut and run again")
     }).pipe(Effect.scoped))
 })

@@ -7,33 +7,13 @@
  * @internal
  */
 import * as Response from "@effect/ai/Response"
-import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import type { BatchResult, CommitEvent, ModelToolCall } from "../../Scheduler.js"
+import type { StepStore } from "../durable/contracts.js"
 import { toolkitOf } from "./agentLoopTools.js"
 
-/**
- * What a durable loop needs from its store (`DurableTurn.loopSteps` provides it): the recorded
- * message of a step, recording one (the stored text comes back: the first recording wins), and the
- * step's calls as a durable batch.
- *
- * @internal
- */
-export interface DurableSteps<E> {
-  readonly model: (step: number) => Effect.Effect<string | undefined, E>
-  readonly recordModel: (step: number, message: string) => Effect.Effect<string, E>
-  readonly runBatch: (
-    step: number,
-    calls: ReadonlyArray<ModelToolCall>,
-    options: {
-      readonly agent: string
-      readonly maxParallel?: number | undefined
-      readonly signal?: AbortSignal | undefined
-      readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
-    }
-  ) => Effect.Effect<BatchResult, E>
-}
+/** A durable agent loop's store of steps. @internal */
+export type DurableSteps<E> = StepStore<E>
 
 /** A model message as the loop keeps it: its parts, and the raw argument text of streamed calls. @internal */
 export interface Message {

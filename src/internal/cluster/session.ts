@@ -18,7 +18,7 @@ import type { Answer } from "../../ApprovalService.js"
 import { DurableApprovals, DurableTurns, RemoteStop } from "../durable/contracts.js"
 import type { DurableTurnError } from "../durable/errors.js"
 import { keyString } from "../durable/local.js"
-import { localOf } from "../durable/service.js"
+import { hostedOf, localOf } from "../durable/service.js"
 import { stringify } from "../log/records.js"
 import type { JsonValue } from "../../Json.js"
 
@@ -124,6 +124,7 @@ export const layerHandlers = (toolSet: string | undefined) =>
   ToolSession.toLayer(
     Effect.gen(function*() {
       const turns = yield* DurableTurns
+      const hosted = hostedOf.get(turns) ?? turns
       const approvals = yield* DurableApprovals
       const address = yield* Entity.CurrentAddress
       const sessionId = address.entityId
@@ -148,12 +149,12 @@ export const layerHandlers = (toolSet: string | undefined) =>
         RunBatch: ({ payload }) =>
           Effect.zipRight(
             checkToolSet(payload.toolSet),
-            turns.runBatch(payload.calls, options(payload)).pipe(Effect.map(asText), Effect.mapError(asSessionError))
+            hosted.runBatch(payload.calls, options(payload)).pipe(Effect.map(asText), Effect.mapError(asSessionError))
           ),
         Start: ({ payload }) =>
           Effect.zipRight(
             checkToolSet(payload.toolSet),
-            turns.start(payload.calls, options(payload)).pipe(Effect.map(asText), Effect.mapError(asSessionError))
+            hosted.start(payload.calls, options(payload)).pipe(Effect.map(asText), Effect.mapError(asSessionError))
           ),
         Pending: () =>
           approvals.pending.pipe(

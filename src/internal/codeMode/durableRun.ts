@@ -64,7 +64,13 @@ export class DurableCodeRun extends CodeRun {
       (index) => this.entries[index].subCallId,
       (index) => ({ name: this.entries[index].name, agent: outer.agent })
     )
-    batch.subLanes.set(outer.callId, { suspendAt: (callId) => this.suspendAt(callId) })
+    this.journal.detached = batch.detached
+    batch.subLanes.set(outer.callId, {
+      suspendAt: (callId) => this.suspendAt(callId),
+      detach: () => {
+        this.journal.detached = true
+      }
+    })
   }
 
   override begin(index: number): Effect.Effect<Begun> {

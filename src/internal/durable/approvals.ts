@@ -17,25 +17,15 @@ import type { Answer } from "../../ApprovalService.js"
 import * as Json from "../../Json.js"
 import type { JsonValue } from "../../Json.js"
 import { CurrentDurableScope } from "../base/durableScope.js"
+import type { PendingApproval } from "./contracts.js"
 import { EXPIRED_ANSWER, SUSPEND_ANSWER } from "../approval/reading.js"
 import { stringify } from "../log/records.js"
 import type { DurableJournalError, PendingRow, Service as Journal } from "./journal.js"
 import { batchOfScope } from "./run.js"
 import { approvalDeferred, type BatchWorkflow, expiryClock, type StoredAnswer } from "./workflow.js"
 
-/** A pending approval as any process lists it. @internal */
-export interface Pending {
-  readonly id: string
-  readonly sessionId: string
-  readonly batchId: string
-  readonly callId: string
-  readonly toolName: string
-  readonly agent: string
-  readonly reason?: string
-  readonly argumentsDigest: string
-  readonly call: JsonValue
-  readonly askedAt: number
-  readonly expiresAt: number
+/** A pending approval as any process lists it, with the execution id its answer goes to. @internal */
+export interface Pending extends PendingApproval {
   readonly executionId: string
 }
 

@@ -37,6 +37,8 @@ export type RunOutcome =
 export interface SubLane {
   /** Stops the program: sub-call `callId` waits for an approval. */
   readonly suspendAt: (callId: string) => void
+  /** The batch's run was abandoned: the program's sub-calls journal nothing more either. */
+  readonly detach: () => void
 }
 
 const TRUE: Effect.Effect<boolean> = Effect.succeed(true)
@@ -70,6 +72,7 @@ export class DurableBatch extends Batch {
 
   set detached(value: boolean) {
     this.entries.detached = value
+    if (value) for (const lane of this.subLanes.values()) lane.detach()
   }
 
   /** The committed prefix of an earlier run: its results, announced again, nothing run. */

@@ -159,9 +159,17 @@ export class DurableApprovals extends Context.Tag("effect-tool-runtime/DurableAp
  * @since 0.1.0
  * @category models
  */
-export interface LoopSteps {
-  readonly model: (step: number) => Effect.Effect<string | undefined, DurableTurnError>
-  readonly recordModel: (step: number, message: string) => Effect.Effect<string, DurableTurnError>
+export interface LoopSteps extends StepStore<DurableTurnError, DurableTurnError | SchedulerError> {}
+
+/**
+ * The store of an agent loop's steps: the recorded model message of a step, recording one (the
+ * stored text comes back: the first recording wins), and a step's calls as a durable batch.
+ *
+ * @internal
+ */
+export interface StepStore<E, B = E> {
+  readonly model: (step: number) => Effect.Effect<string | undefined, E>
+  readonly recordModel: (step: number, message: string) => Effect.Effect<string, E>
   readonly runBatch: (
     step: number,
     calls: ReadonlyArray<ModelToolCall>,
@@ -171,6 +179,6 @@ export interface LoopSteps {
       readonly signal?: AbortSignal | undefined
       readonly onCommit?: ((event: CommitEvent) => Effect.Effect<void>) | undefined
     }
-  ) => Effect.Effect<BatchResult, DurableTurnError | SchedulerError>
+  ) => Effect.Effect<BatchResult, B>
 }
 

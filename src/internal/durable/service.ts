@@ -38,6 +38,15 @@ const INTERRUPTED_REASON = "the tool-call batch was interrupted"
 
 /** The lanes a durable turns service runs in its process (the cluster's batch control reaches them). @internal */
 export const localOf = new WeakMap<DurableTurn.Service, LocalRuns>()
+
+/**
+ * `runBatch` and `start` for a caller that hosts batches for others (the session entity): its
+ * interruption — its runner shutting down, its shard moving — leaves the batch running for the
+ * next owner; the sender's own interruption arrives as a Stop.
+ *
+ * @internal
+ */
+export const hostedOf = new WeakMap<DurableTurn.Service, Pick<DurableTurn.Service, "runBatch" | "start">>()
 const DEFAULT_POLL = Duration.seconds(1)
 const DEFAULT_APPROVAL_TIMEOUT = Duration.days(1)
 
@@ -127,7 +136,10 @@ const approvalsService = (
   engine: WorkflowEngine["Type"],
   workflow: BatchWorkflow
 ): DurableTurn.ApprovalsService => ({
-  pending: Effect.mapError(listPending(journal), storage),
+  pending: Effect.map(
+    Effect.mapError(listPending(journal), storage),
+    (all) => Object.freeze(all.map(({ executionId: _, ...request }) => Object.freeze(request)))
+  ),
   answer: (id, given) =>
     Effect.suspend(() => {
       if (typeof id !== "string") return Effect.fail(turnError("InvalidAnswer", "an approval id must be a string"))
@@ -223,11 +235,28 @@ export const make = (options: DurableTurn.Options | undefined) =>
         yield* engine.resume(workflow, executionId)
       })
 
+    /**
+     * Completes once the journal holds a pending request of the batch: the batch waits for a person
+     * even when its workflow runs in another process (a cluster's runner), where the local signal
+     * of a suspension cannot reach.
+     */
+    const askedElsewhere = (key: JournalKey): Effect.Effect<void> =>
+      Effect.sleep(settings.pollInterval).pipe(
+        Effect.zipRight(Effect.either(listPending(journal))),
+        Effect.repeat({
+          until: (waiting) =>
+            waiting._tag === "Right" &&
+            waiting.right.some((request) => request.sessionId === key.sessionId && request.batchId === key.batchId)
+        }),
+        Effect.asVoid
+      )
+
     const execute = (
       payload: BatchPayload,
       signal: AbortSignal | undefined,
       onCommit: ((event: CommitEvent) => unknown) | undefined,
-      untilSuspended: boolean
+      untilSuspended: boolean,
+      stopOnInterrupt = true
     ): Effect.Effect<DurableTurn.BatchStatus, DurableTurnError | SchedulerError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.gen(function*() {
@@ -252,7 +281,10 @@ export const make = (options: DurableTurn.Options | undefined) =>
           const fiber = yield* Effect.fork(Effect.interruptible(Effect.provideService(workflow.execute(payload), WorkflowEngine, engine)))
           const waits: Array<Effect.Effect<Wait>> = [Effect.map(Fiber.await(fiber), (exit): Wait => ({ _tag: "Done", exit }))]
           if (signal !== undefined) waits.push(Effect.map(abortOf(signal), (reason): Wait => ({ _tag: "Abort", reason })))
-          if (untilSuspended) waits.push(Effect.as(Deferred.await(caller.suspended), { _tag: "Suspended" } as const))
+          if (untilSuspended) {
+            waits.push(Effect.as(Deferred.await(caller.suspended), { _tag: "Suspended" } as const))
+            waits.push(Effect.as(askedElsewhere(key), { _tag: "Suspended" } as const))
+          }
           const first = yield* Effect.exit(restore(Effect.raceAll(waits)))
           const finish = (exit: Exit.Exit<string, SchedulerError>) =>
             Effect.flatMap(exit, (text) => {
@@ -263,12 +295,12 @@ export const make = (options: DurableTurn.Options | undefined) =>
             })
           const outcome = yield* Effect.gen(function*() {
             if (Exit.isFailure(first)) {
-              if (local.closing) {
+              if (stopOnInterrupt && !local.closing) {
+                yield* stop(key, executionId, new DOMException(INTERRUPTED_REASON, "AbortError"))
+                yield* Fiber.await(fiber)
+              } else {
                 yield* Fiber.interrupt(fiber)
-                return yield* Effect.failCause(first.cause)
               }
-              yield* stop(key, executionId, new DOMException(INTERRUPTED_REASON, "AbortError"))
-              yield* Fiber.await(fiber)
               return yield* Effect.failCause(first.cause)
             }
             const wait = first.value
@@ -371,6 +403,14 @@ export const make = (options: DurableTurn.Options | undefined) =>
         })
     }
     localOf.set(turns, local)
+    hostedOf.set(turns, {
+      runBatch: (calls, options) =>
+        Effect.flatMap(payloadOf("DurableTurn.runBatch", calls, options), ({ onCommit, payload, signal }) =>
+          Effect.flatMap(execute(payload, signal, onCommit, false, false), complete)),
+      start: (calls, options) =>
+        Effect.flatMap(payloadOf("DurableTurn.start", calls, options), ({ onCommit, payload, signal }) =>
+          execute(payload, signal, onCommit, true, false))
+    })
     return { turns, approvals: approvalsService(journal, engine, workflow) }
   })
 
