@@ -10,6 +10,7 @@ import * as codeMode from "./codeMode.js"
 import * as codeRuntime from "./codeRuntime.js"
 import * as codeSdk from "./codeSdk.js"
 import * as compare from "./compare.js"
+import * as durable from "./durable.js"
 import * as json from "./json.js"
 import * as log from "./log.js"
 import * as registry from "./registry.js"
@@ -29,7 +30,8 @@ const suites: ReadonlyArray<readonly [string, () => Promise<void>]> = [
   ["codeRuntime", codeRuntime.run],
   ["codeMode", codeMode.run],
   ["telemetry", telemetry.run],
-  ["agentLoop", agentLoop.run]
+  ["agentLoop", agentLoop.run],
+  ["durable", durable.run]
 ]
 
 /**

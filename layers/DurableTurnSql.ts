@@ -88,8 +88,8 @@ const engineLayer = (runner: boolean, poll: Duration.Duration) =>
     Layer.provideMerge(
       SingleRunner.layer({
         shardingConfig: runner
-          ? { entityMessagePollInterval: poll }
-          : { entityMessagePollInterval: poll, runnerAddress: Option.none() },
+          ? { entityMessagePollInterval: poll, entityTerminationTimeout: Duration.zero }
+          : { entityMessagePollInterval: poll, entityTerminationTimeout: Duration.zero, runnerAddress: Option.none() },
         runnerStorage: "sql"
       })
     ),

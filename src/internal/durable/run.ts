@@ -55,6 +55,13 @@ export const batchOfScope = new WeakMap<DurableScope, DurableBatch>()
 
 const SHUTDOWN_REASON = "the process running the durable batch is shutting down"
 
+/**
+ * A run abandoned by its closing process waits for the engine to stop it. Ending it interrupted
+ * instead would not do: the engine runs a workflow interrupted while it is not shutting down
+ * again at once (its run is uninterruptible on the server side), which spins until it shuts down.
+ */
+const abandonedRun: Effect.Effect<never> = Effect.never
+
 const callsOf = (payload: BatchPayload): Array<Call> =>
   payload.calls.map((call): Call => {
     const malformed = call.malformed === undefined ? undefined : decodeResult(call.malformed)
@@ -122,8 +129,8 @@ export const runOnce = (
       const release = Effect.sync(() => {
         if (deps.local.running.get(id) === lane) deps.local.running.delete(id)
       })
-      if (deps.local.closing) return yield* Effect.interrupt
       return yield* Effect.gen(function*() {
+        if (deps.local.closing) return yield* restore(abandonedRun)
         const journaled = read(yield* deps.journal.load(key))
         if (journaled.batch === undefined) yield* deps.journal.write(key, [batchRow(payload)])
         const stop = journaled.stop
@@ -155,7 +162,7 @@ export const runOnce = (
         )
         const awaited = yield* Effect.exit(restore(Fiber.await(driver)))
         if (Exit.isSuccess(awaited)) {
-          if (batch.detached) return yield* Effect.interrupt
+          if (batch.detached) return yield* restore(abandonedRun)
           return yield* Fiber.join(driver)
         }
         batch.detached = true

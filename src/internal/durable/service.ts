@@ -213,6 +213,13 @@ export const make = (options: DurableTurn.Options | undefined) =>
       yield* approvalService.value.answer(durableAnswerer(journal, settings.approvalTimeout))
     }
 
+    /** The requests a batch waits for (none: it is not waiting for a person). */
+    const pendingOf = (key: JournalKey) =>
+      Effect.map(listPending(journal), (waiting) =>
+        waiting
+          .filter((p) => p.sessionId === key.sessionId && p.batchId === key.batchId)
+          .map(({ executionId: _, ...rest }): DurableTurn.PendingApproval => rest))
+
     /** Journals a Stop and makes it reach the batch: its lane here, or its suspended run. */
     const stop = (key: JournalKey, executionId: string, reason: unknown): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -261,6 +268,15 @@ export const make = (options: DurableTurn.Options | undefined) =>
             )
           }
           const caller = local.attach(key, onCommit)
+          if (untilSuspended) {
+            const waiting = yield* Effect.mapError(pendingOf(key), storage).pipe(
+              Effect.tapError(() => Effect.sync(() => local.detach(key, caller)))
+            )
+            if (waiting.length > 0) {
+              local.detach(key, caller)
+              return { _tag: "Suspended", pending: waiting } as DurableTurn.BatchStatus
+            }
+          }
           const executionId = yield* workflow.executionId(payload)
           const fiber = yield* Effect.fork(Effect.interruptible(Effect.provideService(workflow.execute(payload), WorkflowEngine, engine)))
           const waits: Array<Effect.Effect<Wait>> = [Effect.map(Fiber.await(fiber), (exit): Wait => ({ _tag: "Done", exit }))]
@@ -279,7 +295,7 @@ export const make = (options: DurableTurn.Options | undefined) =>
             })
           const outcome = yield* Effect.gen(function*() {
             if (Exit.isFailure(first)) {
-              if (stopOnInterrupt) {
+              if (stopOnInterrupt && !local.closing) {
                 yield* stop(key, executionId, new DOMException(INTERRUPTED_REASON, "AbortError"))
                 yield* Fiber.await(fiber)
               } else {
@@ -297,9 +313,8 @@ export const make = (options: DurableTurn.Options | undefined) =>
               }
               case "Suspended": {
                 yield* Fiber.interrupt(fiber)
-                const waiting = yield* Effect.mapError(listPending(journal), storage)
-                const pending = waiting.filter((p) => p.sessionId === key.sessionId && p.batchId === key.batchId)
-                return { _tag: "Suspended", pending: pending.map(({ executionId: _, ...rest }) => rest) } as DurableTurn.BatchStatus
+                const pending = yield* Effect.mapError(pendingOf(key), storage)
+                return { _tag: "Suspended", pending } as DurableTurn.BatchStatus
               }
             }
           }).pipe(Effect.ensuring(Effect.sync(() => local.detach(key, caller))))
