@@ -260,6 +260,49 @@ describe("DurableTurn: approvals that wait (D-22)", () => {
     )
   })
 
+  it.effect("D-22: an answer stored but cut before it reached the engine (its process died) is sent again by the runner's redelivery; the batch resumes", () => {
+    const probe = new Probe()
+    return Effect.gen(function*() {
+      const journal = yield* DurableTurn.DurableJournal
+      const calls = [call("c1", "write", { path: "b" })]
+      const fiber = yield* Effect.fork(DurableTurn.runBatch(calls, { ...key, agent: "main" }))
+      yield* TestClock.adjust(Duration.millis(10))
+      const [request] = yield* DurableTurn.pending
+      assert.isDefined(request)
+      assert.isTrue(yield* journal.answer(request!.id, JSON.stringify({ outcome: "allowed-once" })), "stored, never sent")
+      assert.deepStrictEqual(yield* DurableTurn.pending, [], "no longer pending")
+      assert.strictEqual(probe.count("write"), 0, "the engine has not seen it")
+      yield* TestClock.adjust(Duration.seconds(4))
+      assert.strictEqual(probe.count("write"), 0, "not before the redelivery (five polls)")
+      yield* TestClock.adjust(Duration.seconds(1))
+      yield* TestClock.adjust(Duration.seconds(30))
+      const batch = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(batch.results[0].result.content[0], { type: "text", text: "wrote b" })
+      assert.strictEqual(probe.count("write"), 1)
+    }).pipe(Effect.provide(appOver(memoryEngine, toolsOf(probe), { pollInterval: "1 second" })))
+  })
+
+  it.live("D-22: an answer given again (its first try was cut) succeeds and is sent again; another answer is refused (Answered)", () => {
+    const probe = new Probe()
+    return live(
+      probe,
+      Effect.gen(function*() {
+        const journal = yield* DurableTurn.DurableJournal
+        const calls = [call("c1", "write", { path: "b" })]
+        const status = yield* DurableTurn.start(calls, { ...key, agent: "main" })
+        if (status._tag !== "Suspended") return assert.fail("expected a suspension")
+        const id = status.pending[0].id
+        assert.isTrue(yield* journal.answer(id, JSON.stringify({ outcome: "rejected" })), "stored, never sent")
+        assert.strictEqual((yield* Effect.flip(DurableTurn.answer(id, "allowed-once"))).reason, "Answered", "another answer")
+        yield* DurableTurn.answer(id, "rejected")
+        const batch = yield* DurableTurn.runBatch(calls, { ...key, agent: "main" })
+        assert.isTrue(batch.results[0].result.isError, "the stored answer decided")
+        assert.strictEqual(probe.count("write"), 0)
+        assert.strictEqual((yield* Effect.flip(DurableTurn.answer(id, "rejected"))).reason, "Answered", "consumed: closed")
+      })
+    )
+  })
+
   it.effect("D-22: an approval nobody answers expires `unavailable` (DurableClock, test clock)", () => {
     const probe = new Probe()
     return Effect.gen(function*() {

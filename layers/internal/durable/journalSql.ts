@@ -44,7 +44,8 @@ const creates = (dialect: Dialect): ReadonlyArray<string> => [
   batch_id TEXT NOT NULL,
   call_id TEXT NOT NULL,
   state TEXT NOT NULL,
-  payload TEXT NOT NULL
+  payload TEXT NOT NULL,
+  answer TEXT
 )`,
   `CREATE INDEX IF NOT EXISTS ${approvalsTable}_state ON ${approvalsTable} (state, seq)`
 ]
@@ -74,6 +75,7 @@ interface ApprovalRow {
   readonly call_id: unknown
   readonly state: unknown
   readonly payload: unknown
+  readonly answer: unknown
 }
 
 const stored = (row: JournalRow): StoredRow => ({
@@ -89,7 +91,8 @@ const pending = (row: ApprovalRow): PendingRow => ({
   sessionId: text(row.session_id),
   batchId: text(row.batch_id),
   callId: text(row.call_id),
-  payload: text(row.payload)
+  payload: text(row.payload),
+  ...(row.answer === null || row.answer === undefined ? {} : { answer: text(row.answer) })
 })
 
 const isState = (value: unknown): value is ApprovalState =>
@@ -162,10 +165,10 @@ export const make: Effect.Effect<Service, DurableJournalError, SqlClient.SqlClie
         })
       } ON CONFLICT DO NOTHING`.withoutTransform.pipe(Effect.asVoid, Effect.mapError(writeError)),
     approvals: (state) =>
-      sql<ApprovalRow>`SELECT id, session_id, batch_id, call_id, state, payload FROM ${sql(approvalsTable)} WHERE state = ${state} ORDER BY seq`
+      sql<ApprovalRow>`SELECT id, session_id, batch_id, call_id, state, payload, answer FROM ${sql(approvalsTable)} WHERE state = ${state} ORDER BY seq`
         .withoutTransform.pipe(Effect.map(approvalRows), Effect.mapError(readError)),
     approval: (id) =>
-      sql<ApprovalRow>`SELECT id, session_id, batch_id, call_id, state, payload FROM ${sql(approvalsTable)} WHERE id = ${id}`
+      sql<ApprovalRow>`SELECT id, session_id, batch_id, call_id, state, payload, answer FROM ${sql(approvalsTable)} WHERE id = ${id}`
         .withoutTransform.pipe(
           Effect.map((rows) => {
             const row = rows[0]
@@ -174,6 +177,9 @@ export const make: Effect.Effect<Service, DurableJournalError, SqlClient.SqlClie
           }),
           Effect.mapError(readError)
         ),
+    answer: (id, answer) =>
+      sql<{ readonly id: unknown }>`UPDATE ${sql(approvalsTable)} SET state = ${"answered"}, answer = ${answer} WHERE id = ${id} AND state = ${"pending"} RETURNING id`
+        .withoutTransform.pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(writeError)),
     transition: (id, from, to) =>
       sql<{ readonly id: unknown }>`UPDATE ${sql(approvalsTable)} SET state = ${to} WHERE id = ${id} AND state IN ${
         sql.in(from)

@@ -11,7 +11,7 @@ import { WorkflowEngine, WorkflowInstance } from "@effect/workflow/WorkflowEngin
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type * as Schema from "effect/Schema"
+import * as Schema from "effect/Schema"
 import type { ApprovalRequest } from "../../Approval.js"
 import type { Answer } from "../../ApprovalService.js"
 import * as Json from "../../Json.js"
@@ -22,7 +22,7 @@ import { EXPIRED_ANSWER, SUSPEND_ANSWER } from "../approval/reading.js"
 import { stringify } from "../log/records.js"
 import type { DurableJournalError, PendingRow, Service as Journal } from "./journal.js"
 import { batchOfScope } from "./run.js"
-import { approvalDeferred, type BatchWorkflow, expiryClock, type StoredAnswer } from "./workflow.js"
+import { AnswerSchema, approvalDeferred, type BatchWorkflow, expiryClock, type StoredAnswer } from "./workflow.js"
 
 /** A pending approval as any process lists it, with the execution id its answer goes to. @internal */
 export interface Pending extends PendingApproval {
@@ -100,8 +100,9 @@ export const durableAnswerer = (journal: Journal, expiry: Duration.DurationInput
           executionId: instance.value.executionId
         })
       }
-      yield* journal.ask(row)
+      // The clock first: a process that dies between the two leaves no pending row without expiry.
       yield* engine.value.scheduleClock(instance.value.workflow, { executionId: instance.value.executionId, clock })
+      yield* journal.ask(row)
     }
     return batch.suspendFor(request.callId, id) ? SUSPEND_ANSWER as Answer : undefined
   })
@@ -149,8 +150,10 @@ export const pending = (journal: Journal): Effect.Effect<ReadonlyArray<Pending>,
 export type AnswerRefusal = "unknown" | "answered" | "unreadable"
 
 /**
- * Sends a person's answer to the engine: the request moves from `pending` to `answered` first, so
- * a second answer is refused; the runner sees the answer on its next poll.
+ * Sends a person's answer to the engine. The request moves from `pending` to `answered` with the
+ * answer stored beside it first, so a second, different answer is refused; then the answer goes to
+ * the engine. Sending the same answer again (a caller whose first try was cut) sends it again and
+ * succeeds: the engine keeps the first delivery of a deferred.
  *
  * @internal
  */
@@ -161,14 +164,59 @@ export const answer = (
   stored: StoredAnswer
 ): Effect.Effect<AnswerRefusal | undefined, DurableJournalError, WorkflowEngine> =>
   Effect.gen(function*() {
+    const text = JSON.stringify(stored)
     const known = yield* journal.approval(id)
     if (known === undefined) return "unknown"
-    if (known.state !== "pending") return "answered"
     const read = readPending(known.row)
-    if (read === undefined) return "unreadable"
-    if (!(yield* journal.transition(id, ["pending"], "answered"))) return "answered"
-    const deferred = approvalDeferred(id)
-    const token = DurableDeferred.tokenFromExecutionId(deferred, { workflow, executionId: read.executionId })
-    yield* DurableDeferred.succeed(deferred, { token, value: stored })
+    if (known.state === "pending") {
+      if (read === undefined) return "unreadable"
+      if (!(yield* journal.answer(id, text))) return yield* answerAgain(journal, workflow, id, text)
+      yield* deliver(workflow, id, read.executionId, stored)
+      return undefined
+    }
+    return yield* answerAgain(journal, workflow, id, text)
+  })
+
+/** An answer to a request that is no longer pending: the same answer is sent again, another refused. */
+const answerAgain = (journal: Journal, workflow: BatchWorkflow, id: string, text: string) =>
+  Effect.gen(function*() {
+    const known = yield* journal.approval(id)
+    if (known === undefined || known.state !== "answered" || known.row.answer !== text) return "answered" as const
+    const read = readPending(known.row)
+    const stored = decodeStored(text)
+    if (read === undefined || stored === undefined) return "unreadable" as const
+    yield* deliver(workflow, id, read.executionId, stored)
     return undefined
   })
+
+const decodeStored = (text: string): StoredAnswer | undefined => {
+  try {
+    return Option.getOrUndefined(Schema.decodeUnknownOption(AnswerSchema)(JSON.parse(text)))
+  } catch {
+    return undefined
+  }
+}
+
+const deliver = (workflow: BatchWorkflow, id: string, executionId: string, stored: StoredAnswer) => {
+  const deferred = approvalDeferred(id)
+  const token = DurableDeferred.tokenFromExecutionId(deferred, { workflow, executionId })
+  return DurableDeferred.succeed(deferred, { token, value: stored })
+}
+
+/**
+ * Sends again every stored answer that no batch has consumed yet: an answer recorded just before
+ * its process died never reached the engine, and its batch would wait for it forever. Harmless for
+ * answers that did arrive (the engine keeps a deferred's first delivery).
+ *
+ * @internal
+ */
+export const redeliverAnswers = (
+  journal: Journal,
+  workflow: BatchWorkflow
+): Effect.Effect<void, DurableJournalError, WorkflowEngine> =>
+  Effect.flatMap(journal.approvals("answered"), (rows) =>
+    Effect.forEach(rows, (row) => {
+      const read = readPending(row)
+      const stored = row.answer === undefined ? undefined : decodeStored(row.answer)
+      return read === undefined || stored === undefined ? Effect.void : deliver(workflow, row.id, read.executionId, stored)
+    }, { discard: true }))

@@ -36,6 +36,8 @@ export interface PendingRow {
   readonly batchId: string
   readonly callId: string
   readonly payload: string
+  /** The answer sent (JSON text), once the approval was answered. */
+  readonly answer?: string | undefined
 }
 
 /** `pending` → `answered` (an answer was sent) → `closed` (the batch consumed the decision). @internal */
@@ -69,6 +71,11 @@ export interface Service {
   readonly approval: (
     id: string
   ) => Effect.Effect<{ readonly row: PendingRow; readonly state: ApprovalState } | undefined, DurableJournalError>
+  /**
+   * Moves `id` from `pending` to `answered` and stores its answer (JSON text) with it, so that an
+   * answer whose delivery was cut can be sent again; `false` when it was not pending.
+   */
+  readonly answer: (id: string, answer: string) => Effect.Effect<boolean, DurableJournalError>
   /** Moves `id` from `from` to `to`; `false` when it was not in state `from`. */
   readonly transition: (
     id: string,
@@ -83,7 +90,7 @@ export interface Service {
 export class DurableJournal extends Context.Tag("effect-tool-runtime/DurableJournal")<DurableJournal, Service>() {}
 
 interface MemoryApproval {
-  readonly row: PendingRow
+  row: PendingRow
   state: ApprovalState
   readonly order: number
 }
@@ -128,6 +135,14 @@ export const memory = (): Service => {
       Effect.sync(() => {
         const entry = approvals.get(id)
         return entry === undefined ? undefined : { row: entry.row, state: entry.state }
+      }),
+    answer: (id, answer) =>
+      Effect.sync(() => {
+        const entry = approvals.get(id)
+        if (entry === undefined || entry.state !== "pending") return false
+        entry.state = "answered"
+        entry.row = { ...entry.row, answer }
+        return true
       }),
     transition: (id, from, to) =>
       Effect.sync(() => {

@@ -24,7 +24,7 @@ import { ToolRegistry } from "../../ToolRegistry.js"
 import { ToolRuntime } from "../../ToolRuntime.js"
 import { readAnswer } from "../approval/reading.js"
 import { readCalls, readOptions as readBatchOptions } from "../scheduler/input.js"
-import { answer as answerApproval, durableAnswerer, pending as listPending } from "./approvals.js"
+import { answer as answerApproval, durableAnswerer, pending as listPending, redeliverAnswers } from "./approvals.js"
 import { type DurableTurnError, turnError } from "./errors.js"
 import { DurableJournal, type JournalKey, type Service as Journal } from "./journal.js"
 import { keyString, LocalRuns } from "./local.js"
@@ -48,6 +48,8 @@ export const localOf = new WeakMap<DurableTurn.Service, LocalRuns>()
  */
 export const hostedOf = new WeakMap<DurableTurn.Service, Pick<DurableTurn.Service, "runBatch" | "start">>()
 const DEFAULT_POLL = Duration.seconds(1)
+/** Every how many polls a runner sends again the answers no batch has consumed yet. */
+const REDELIVERY_POLLS = 5
 const DEFAULT_APPROVAL_TIMEOUT = Duration.days(1)
 
 const storage = (error: { readonly message: string }): DurableTurnError => turnError("Storage", error.message)
@@ -206,6 +208,14 @@ export const make = (options: DurableTurn.Options | undefined) =>
     yield* engine.register(workflow, body(deps))
     yield* Effect.addFinalizer(() =>
       Effect.sync(() => local.shutdown(new DOMException("the process is shutting down", "AbortError")))
+    )
+    yield* redeliverAnswers(journal, workflow).pipe(
+      Effect.provideService(WorkflowEngine, engine),
+      Effect.catchAll((error) => Effect.logDebug(`durable answers could not be sent again: ${error.message}`)),
+      Effect.delay(Duration.times(settings.pollInterval, REDELIVERY_POLLS)),
+      Effect.forever,
+      Effect.interruptible,
+      Effect.forkScoped
     )
     const remote = yield* Effect.serviceOption(RemoteStop)
     const approvalService = yield* Effect.serviceOption(ApprovalService)
