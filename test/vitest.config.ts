@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
@@ -19,9 +20,18 @@ const isolated = [
   "test/Cluster*.test.ts"
 ]
 
+/**
+ * Vitest's default is one worker fewer than there are cores: a single worker on a 2-core CI
+ * machine, where most of the suite waits on child processes, sandboxes and sockets rather than
+ * on the CPU. Two workers at least.
+ */
+const workers = Math.max(2, availableParallelism() - 1)
+
 export default defineConfig({
   test: {
     root: fileURLToPath(new URL("..", import.meta.url)),
+    maxWorkers: workers,
+    minWorkers: 1,
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
