@@ -29,7 +29,6 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -38,7 +37,7 @@ import { Presets } from "../layers/index.js"
 import * as DurableTurn from "../src/DurableTurn.js"
 import type { ModelToolCall } from "../src/Scheduler.js"
 import * as ToolSession from "../src/ToolSession.js"
-import { findPostgres, startPostgresServer } from "../test/fixtures/postgresServer.js"
+import { findPostgres, freePort, startPostgresServer } from "../test/fixtures/postgresServer.js"
 import { BENCH_TOOL_SET, LOCK_EXPIRATION, LOCK_REFRESH, noopTool } from "./clusterShared.js"
 
 const SESSIONS = 60
@@ -57,17 +56,6 @@ const quiet = Logger.withMinimumLogLevel(LogLevel.Error)
 
 const callsOf = (count: number, seed: number): ReadonlyArray<ModelToolCall> =>
   Array.from({ length: count }, (_, i) => ({ callId: `c${i}`, name: "noop", arguments: `{"n":${seed + i}}` }))
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 const sorted = (values: ReadonlyArray<number>) => [...values].sort((a, b) => a - b)
 const quantile = (values: ReadonlyArray<number>, q: number) => {

@@ -27,11 +27,10 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
-import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { findPostgres, type PostgresServer, startPostgresServer } from "../../test/fixtures/postgresServer.js"
+import { findPostgres, freePort, type PostgresServer, startPostgresServer } from "../../test/fixtures/postgresServer.js"
 import {
   type AnswerEvent,
   answerFor,
@@ -59,17 +58,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`
 
 class Failed extends Error {}
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
 
 interface Child {
   readonly name: string
