@@ -34,7 +34,7 @@ import { findPostgres } from "./fixtures/postgresServer.js"
 
 const found = findPostgres()
 const inCi = process.env.CI !== undefined && process.env.CI !== "" && process.env.CI !== "false"
-const runs = Number(process.env.CLUSTER_KILL_RUNS ?? 12)
+const runs = Number(process.env.CLUSTER_KILL_RUNS ?? 6)
 
 if (!found.ok && inCi) {
   describe("cluster failover", () => {
