@@ -27,24 +27,15 @@ const isolated = [
  */
 const workers = Math.max(2, availableParallelism() - 1)
 
-/*
- * Isolation: the forks pool reads `poolOptions.forks.isolate` from the root config only, and with
- * it on (the default) every file got a fresh process, whatever a project said. So it is off at the
- * root (files of the shared project reuse their worker's process and module graph), and the
- * isolated project turns it back on for its runner: each of its files starts from a fresh module
- * graph (module-level state, fake timers and registries reset).
- */
-
 export default defineConfig({
   test: {
     root: fileURLToPath(new URL("..", import.meta.url)),
     maxWorkers: workers,
     minWorkers: 1,
-    poolOptions: { forks: { isolate: false } },
     testTimeout: 30_000,
     hookTimeout: 30_000,
     projects: [
-      { extends: true, test: { name: "isolated", include: isolated, poolOptions: { forks: { isolate: true } } } },
+      { extends: true, test: { name: "isolated", include: isolated } },
       { extends: true, test: { name: "shared", include: ["test/**/*.test.ts"], exclude: isolated, isolate: false } }
     ]
   }
