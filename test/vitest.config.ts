@@ -4,9 +4,12 @@ import { defineConfig } from "vitest/config"
 
 /**
  * Test files that need a fresh module graph of their own: they use process-wide state (fake
- * timers, the code runtimes' shared engine, module-level registries) or child processes. Every
- * other file shares its worker's module graph (`isolate: false`), which saves most of the time a
- * worker spends importing the library for each file.
+ * timers, the code runtimes' shared engine, module-level registries) or child processes. The
+ * other files' project says `isolate: false`, but the forks pool reads its isolation from the root
+ * config only, so every file still runs in a fresh process. Turning it off at the root cut module
+ * loading from ~147 s to ~45 s, but one test then hung depending on which files had run before it
+ * in the same process (ToolRuntime.checklist, "ask without approval is refused (no service)"), so
+ * files keep their own process until that is understood.
  */
 const isolated = [
   "test/ApprovalGrants.backends.test.ts",
