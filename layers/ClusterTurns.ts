@@ -32,13 +32,11 @@ import type { DurableTurnError } from "../src/DurableTurn.js"
 import type * as IdGenerator from "../src/IdGenerator.js"
 import { layerControl, layerHandlers } from "../src/internal/cluster/session.js"
 import type * as Tool from "../src/Tool.js"
-import type { JsonSchemaError } from "../src/ToolError.js"
-import type { ToolRegistrationError, ToolRegistry } from "../src/ToolRegistry.js"
 import * as ToolSession from "../src/ToolSession.js"
 import { clientEngine, runnerEngine } from "./internal/cluster/engine.js"
 import { assembleDurable, libsqlEngine } from "./internal/presets/durable.js"
 import { readDurableOptions, readKeys } from "./internal/presets/options.js"
-import type { DurableOptions, DurableProvided } from "./Presets.js"
+import type { DurableLayer, DurableOptions, DurableProvided } from "./Presets.js"
 
 /**
  * @since 0.1.0
@@ -88,9 +86,6 @@ export interface ClientOptions extends SessionOptions {
   readonly shardLockExpiration?: Duration.DurationInput | undefined
 }
 
-type ErrorOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer _ROut, infer E, infer _R> ? E : never
-type ContextOf<X> = [X] extends [never] ? never : X extends Layer.Layer<infer _ROut, infer _E, infer R> ? R : never
-type ToolRequirements<T> = T extends Tool.ToolDefinition<infer R> ? R : never
 
 /**
  * What a runner provides: the durable preset's services and the session client.
@@ -100,20 +95,7 @@ type ToolRequirements<T> = T extends Tool.ToolDefinition<infer R> ? R : never
  */
 export type RunnerProvided<I = never, G = never, C = never> = DurableProvided<I, G, C> | ToolSession.ToolSessions
 
-type RunnerLayer<T extends Tool.Any, I, G, C, S> = Layer.Layer<
-  RunnerProvided<I, G, C>,
-  | DurableTurnError
-  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
-  | ErrorOf<I>
-  | ErrorOf<G>
-  | ErrorOf<C>
-  | ErrorOf<S>,
-  | Exclude<ToolRequirements<T>, ToolRegistry>
-  | ContextOf<I>
-  | ContextOf<G>
-  | ContextOf<C>
-  | Exclude<ContextOf<S>, DurableProvided<I, G, C>>
->
+type RunnerLayer<T extends Tool.Any, I, G, C, S> = DurableLayer<RunnerProvided<I, G, C>, T, I, G, C, S>
 
 const DEFAULT_EXPIRATION = "15 seconds"
 const DEFAULT_REFRESH = "5 seconds"

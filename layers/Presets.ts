@@ -334,6 +334,28 @@ export type DurableProvided<I = never, G = never, C = never> =
   | DurableJournal
 
 /**
+ * A durable layer over the options' tools and layers: it provides `P`, fails with what building
+ * the tools and the given layers can fail with, and needs what they need (but what it provides).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type DurableLayer<P, T, I, G, C, S> = Layer.Layer<
+  P,
+  | DurableTurnError
+  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
+  | ErrorOf<I>
+  | ErrorOf<G>
+  | ErrorOf<C>
+  | ErrorOf<S>,
+  | Exclude<ToolRequirements<T>, ToolRegistry>
+  | ContextOf<I>
+  | ContextOf<G>
+  | ContextOf<C>
+  | Exclude<ContextOf<S>, DurableProvided<I, G, C>>
+>
+
+/**
  * Durable turns in one call: tools, policies, the audited approval service and the runtime as
  * {@link layerApproval} assembles them, over the journal-backed log, with the durable turns
  * service on the single-node workflow engine and its journal in a libSQL file
@@ -366,20 +388,7 @@ export const layerDurable = <
   S extends Layer.Layer<never, unknown, unknown> = never
 >(
   options: DurableOptions<T, I, G, C, S>
-): Layer.Layer<
-  DurableProvided<I, G, C>,
-  | DurableTurnError
-  | ([T] extends [never] ? never : ToolRegistrationError | JsonSchemaError)
-  | ErrorOf<I>
-  | ErrorOf<G>
-  | ErrorOf<C>
-  | ErrorOf<S>,
-  | Exclude<ToolRequirements<T>, ToolRegistry>
-  | ContextOf<I>
-  | ContextOf<G>
-  | ContextOf<C>
-  | Exclude<ContextOf<S>, DurableProvided<I, G, C>>
-> => {
+): DurableLayer<DurableProvided<I, G, C>, T, I, G, C, S> => {
   const label = "Presets.layerDurable"
   const checked = readDurableOptions(label, options, ["url", "authToken"])
   if (typeof checked === "string") return Layer.die(new Cause.IllegalArgumentException(checked))

@@ -12,7 +12,7 @@ import * as Fiber from "effect/Fiber"
 import type { Answer } from "../../ApprovalService.js"
 import type { BatchStatus, PendingApproval } from "../../DurableTurn.js"
 import * as Json from "../../Json.js"
-import type { BatchResult, ModelToolCall } from "../../Scheduler.js"
+import type { ModelToolCall } from "../../Scheduler.js"
 import * as ToolCallLog from "../../ToolCallLog.js"
 import type { Service } from "../../ToolSession.js"
 import { readAnswer } from "../approval/reading.js"
@@ -133,35 +133,28 @@ export const make = (toolSet: string | undefined) =>
         })
       )
 
+    /** A batch message (`RunBatch`, `Start`): its input read once, sent, its outcome read. */
+    const batch = <A, E extends { readonly _tag: string; readonly message?: string }>(
+      label: string,
+      sessionId: string,
+      calls: ReadonlyArray<ModelToolCall>,
+      options: unknown,
+      rpc: (session: string, payload: Exclude<ReturnType<typeof batchPayload>, ToolSessionError>["payload"]) => Effect.Effect<string, E>,
+      decode: (text: string) => A | undefined
+    ): Effect.Effect<A, ToolSessionError> =>
+      Effect.suspend(() => {
+        const session = readSession(label, sessionId)
+        if (typeof session !== "string") return Effect.fail(session)
+        const read = batchPayload(label, calls, options)
+        if (read instanceof ToolSessionError) return Effect.fail(read)
+        return send(session, read.signal, read.payload.batchId, Effect.mapError(rpc(session, read.payload), transport), decode)
+      })
+
     return {
       runBatch: (sessionId, calls, options) =>
-        Effect.suspend(() => {
-          const session = readSession("ToolSession.runBatch", sessionId)
-          if (typeof session !== "string") return Effect.fail(session)
-          const read = batchPayload("ToolSession.runBatch", calls, options)
-          if (read instanceof ToolSessionError) return Effect.fail(read)
-          return send(
-            session,
-            read.signal,
-            read.payload.batchId,
-            clientOf(session).RunBatch(read.payload).pipe(Effect.mapError(transport)),
-            (text): BatchResult | undefined => decodeBatch(text)
-          )
-        }),
+        batch("ToolSession.runBatch", sessionId, calls, options, (session, payload) => clientOf(session).RunBatch(payload), decodeBatch),
       start: (sessionId, calls, options) =>
-        Effect.suspend(() => {
-          const session = readSession("ToolSession.start", sessionId)
-          if (typeof session !== "string") return Effect.fail(session)
-          const read = batchPayload("ToolSession.start", calls, options)
-          if (read instanceof ToolSessionError) return Effect.fail(read)
-          return send(
-            session,
-            read.signal,
-            read.payload.batchId,
-            clientOf(session).Start(read.payload).pipe(Effect.mapError(transport)),
-            readStatus
-          )
-        }),
+        batch("ToolSession.start", sessionId, calls, options, (session, payload) => clientOf(session).Start(payload), readStatus),
       pending: (sessionId) =>
         Effect.suspend(() => {
           const session = readSession("ToolSession.pending", sessionId)

@@ -167,27 +167,28 @@ export const answer = (
     const text = JSON.stringify(stored)
     const known = yield* journal.approval(id)
     if (known === undefined) return "unknown"
+    if (known.state !== "pending") return yield* sendAgain(workflow, id, known, text, stored)
     const read = readPending(known.row)
-    if (known.state === "pending") {
-      if (read === undefined) return "unreadable"
-      if (!(yield* journal.answer(id, text))) return yield* answerAgain(journal, workflow, id, text)
-      yield* deliver(workflow, id, read.executionId, stored)
-      return undefined
+    if (read === undefined) return "unreadable"
+    if (!(yield* journal.answer(id, text))) {
+      return yield* sendAgain(workflow, id, yield* journal.approval(id), text, stored)
     }
-    return yield* answerAgain(journal, workflow, id, text)
-  })
-
-/** An answer to a request that is no longer pending: the same answer is sent again, another refused. */
-const answerAgain = (journal: Journal, workflow: BatchWorkflow, id: string, text: string) =>
-  Effect.gen(function*() {
-    const known = yield* journal.approval(id)
-    if (known === undefined || known.state !== "answered" || known.row.answer !== text) return "answered" as const
-    const read = readPending(known.row)
-    const stored = decodeStored(text)
-    if (read === undefined || stored === undefined) return "unreadable" as const
     yield* deliver(workflow, id, read.executionId, stored)
     return undefined
   })
+
+/** An answer to a request no longer pending: the answer it already holds is sent again, another refused. */
+const sendAgain = (
+  workflow: BatchWorkflow,
+  id: string,
+  known: { readonly row: PendingRow; readonly state: string } | undefined,
+  text: string,
+  stored: StoredAnswer
+): Effect.Effect<AnswerRefusal | undefined, never, WorkflowEngine> => {
+  if (known === undefined || known.state !== "answered" || known.row.answer !== text) return Effect.succeed("answered")
+  const read = readPending(known.row)
+  return read === undefined ? Effect.succeed("unreadable") : Effect.as(deliver(workflow, id, read.executionId, stored), undefined)
+}
 
 const decodeStored = (text: string): StoredAnswer | undefined => {
   try {
