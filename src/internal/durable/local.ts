@@ -25,7 +25,6 @@ export interface Caller {
 /** @internal */
 export const keyString = (key: JournalKey): string => JSON.stringify([key.sessionId, key.batchId])
 
-/** @internal */
 /** A lane running here: its controller, and how to abandon it (nothing more is journaled). @internal */
 export interface RunningLane {
   readonly controller: AbortController

@@ -252,12 +252,8 @@ export const make = (options: DurableTurn.Options | undefined) =>
      */
     const askedElsewhere = (key: JournalKey): Effect.Effect<void> =>
       Effect.sleep(settings.pollInterval).pipe(
-        Effect.zipRight(Effect.either(listPending(journal))),
-        Effect.repeat({
-          until: (waiting) =>
-            waiting._tag === "Right" &&
-            waiting.right.some((request) => request.sessionId === key.sessionId && request.batchId === key.batchId)
-        }),
+        Effect.zipRight(Effect.either(pendingOf(key))),
+        Effect.repeat({ until: (waiting) => waiting._tag === "Right" && waiting.right.length > 0 }),
         Effect.asVoid
       )
 
